@@ -1,0 +1,88 @@
+# The one entry point.  `make check` runs the tests, `make demo` the main
+# job; README.md lists every target.  Everything built lands in build/
+# (git-ignored); compiler output is cached by ccache in ~/.cache/ccache.
+SHELL := /bin/bash
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+BUILD := $(CURDIR)/build
+KSRC := $(BUILD)/linux
+BZIMAGE := $(BUILD)/kernel-obj/arch/x86/boot/bzImage
+ROOTFS := $(BUILD)/guest/rootfs
+IMAGE := $(BUILD)/guest/rootfs.img
+PROGS := $(BUILD)/cgroup-tests
+
+ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
+	$(wildcard cgroup-tests/test_*.c)))))
+TESTS ?= $(ALL_TESTS)
+ACCEL ?= auto
+
+# Bad input stops make before it changes anything.
+unknown := $(filter-out $(ALL_TESTS),$(TESTS))
+ifneq ($(unknown),)
+$(error TESTS: unknown test "$(unknown)"; the tests are: $(ALL_TESTS))
+endif
+ifeq ($(strip $(TESTS)),)
+$(error TESTS is empty; the tests are: $(ALL_TESTS))
+endif
+ifeq ($(filter auto tcg,$(ACCEL)),)
+$(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not "$(ACCEL)")
+endif
+export ACCEL
+
+.PHONY: all check demo shell deps kernel rootfs image progs lint clean help
+
+all: check
+
+help:
+	@sed -n 's/^## //p' README.md
+
+deps:
+	@qemu/install-deps
+
+kernel: deps
+	@qemu/build-kernel
+
+$(ROOTFS)/.done: qemu/build-rootfs qemu/apt-sources | deps
+	@qemu/build-rootfs $(ROOTFS)
+	@touch $@
+
+rootfs: $(ROOTFS)/.done
+
+$(IMAGE): $(ROOTFS)/.done qemu/build-image $(shell find qemu/guest -type f)
+	@qemu/build-image $(ROOTFS) $@
+
+image: $(IMAGE)
+
+# The guest programs build against the unpacked kernel tree's kselftest
+# harness, so they come after the kernel.
+progs: kernel
+	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
+
+lint: kernel
+	@qemu/lint $(KSRC)
+
+# boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
+define boot
+	@rm -rf $(2) && mkdir -p $(2)/host
+	@qemu/build-job $(2)/job.img $(1) $(PROGS) $(3)
+	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) $(4) || true
+endef
+
+check: kernel image progs
+	@echo "check: booting the guest for: $(TESTS)"
+	$(call boot,tests,$(BUILD)/check,$(TESTS))
+	@echo "check: static checks (checkpatch --strict, shellcheck)"
+	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
+	@qemu/report $(BUILD)/check "$(TESTS)"
+
+demo: kernel image progs
+	$(call boot,demo,$(BUILD)/demo)
+	@cat $(BUILD)/demo/results/demo.txt 2>/dev/null || \
+		{ echo "demo: the guest produced no table" >&2; exit 1; }
+
+shell: kernel image progs
+	$(call boot,shell,$(BUILD)/shell,,shell)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup_util.h"
+#include "test_util.h"
+
+#define PAGE 4096
+#define PIPE_BYTES (1 << 20)
+
+void run_tests(const struct test_case *tests, size_t n)
+{
+	size_t i;
+
+	ksft_print_header();
+	ksft_set_plan(n);
+	for (i = 0; i < n; i++) {
+		if (tests[i].fn() == KSFT_PASS)
+			ksft_test_result_pass("%s\n", tests[i].name);
+		else
+			ksft_test_result_fail("%s\n", tests[i].name);
+	}
+	ksft_finished();
+}
+
+const char *test_cgroup_root(void)
+{
+	const char *root = getenv("ALLOC_TEST_CGROUP");
+
+	if (!root)
+		ksft_exit_fail_msg("ALLOC_TEST_CGROUP is not set\n");
+	return root;
+}
+
+int write_file_errno(const char *path, const char *val, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, len);
+	if (ret < 0)
+		ret = -errno;
+	else
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
+long read_long_file(const char *path)
+{
+	char buf[64];
+
+	if (read_text(path, buf, sizeof(buf)) <= 0)
+		ksft_exit_fail_msg("cannot read %s: %s\n", path, strerror(errno));
+	return strtol(buf, NULL, 10);
+}
+
+int kmsg_mark(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
+
+	if (fd < 0 || lseek(fd, 0, SEEK_END) < 0)
+		ksft_exit_fail_msg("/dev/kmsg: %s\n", strerror(errno));
+	return fd;
+}
+
+int kmsg_count(int fd, const char *needle, const char *needle2)
+{
+	char rec[8192];
+	int n = 0;
+	ssize_t len;
+
+	for (;;) {
+		len = read(fd, rec, sizeof(rec) - 1);
+		if (len < 0 && errno == EPIPE)
+			continue;	/* overwritten records: go on */
+		if (len <= 0)
+			break;
+		rec[len] = '\0';
+		if (strstr(rec, needle) && (!needle2 || strstr(rec, needle2)))
+			n++;
+	}
+	close(fd);
+	return n;
+}
+
+long meminfo_kb(const char *key)
+{
+	char buf[4096], *p;
+
+	if (read_text("/proc/meminfo", buf, sizeof(buf)) <= 0)
+		ksft_exit_fail_msg("cannot read /proc/meminfo\n");
+	p = strstr(buf, key);
+	if (!p)
+		ksft_exit_fail_msg("no %s in /proc/meminfo\n", key);
+	return strtol(p + strlen(key) + 1, NULL, 10);
+}
+
+size_t hog_bytes_for_pressure(void)
+{
+	long total = meminfo_kb("MemTotal"), avail = meminfo_kb("MemAvailable");
+
+	/* Leave a twentieth of memory free: the probe's 25% cannot fit. */
+	return (size_t)(avail - total / 20) * 1024;
+}
+
+static void set_oom_score_adj(int adj)
+{
+	char buf[16];
+
+	snprintf(buf, sizeof(buf), "%d", adj);
+	if (write_file_errno("/proc/self/oom_score_adj", buf, strlen(buf)))
+		ksft_exit_fail_msg("oom_score_adj %d: %s\n", adj, strerror(errno));
+}
+
+pid_t hog_start(const char *cgroup, size_t bytes)
+{
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	if (cg_create(cgroup) && errno != EEXIST)
+		ksft_exit_fail_msg("cg_create %s: %s\n", cgroup, strerror(errno));
+	if (pipe(ready))
+		ksft_exit_fail_msg("pipe: %s\n", strerror(errno));
+	pid = fork();
+	if (pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (pid == 0) {
+		volatile char *mem;
+		size_t off;
+
+		close(ready[0]);
+		prctl(PR_SET_NAME, "retry-hog");
+		if (cg_enter_current(cgroup))
+			_exit(2);
+		set_oom_score_adj(1000);
+		mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (mem == MAP_FAILED)
+			_exit(3);
+		/* Volatile stores: the memory must really be faulted in. */
+		for (off = 0; off < bytes; off += PAGE)
+			mem[off] = 1;
+		if (write(ready[1], "r", 1) != 1)
+			_exit(4);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1) {
+		/* Died while filling: most likely OOM-killed itself. */
+		close(ready[0]);
+		hog_stop(pid, cgroup);
+		return -1;
+	}
+	close(ready[0]);
+	return pid;
+}
+
+bool hog_stop(pid_t pid, const char *cgroup)
+{
+	bool oom_killed;
+	int status;
+
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &status, 0) != pid)
+		ksft_exit_fail_msg("waitpid hog: %s\n", strerror(errno));
+	oom_killed = cg_read_key_long(cgroup, "memory.events", "oom_kill ") > 0;
+	if (cg_destroy(cgroup))
+		ksft_print_msg("cannot remove %s: %s\n", cgroup, strerror(errno));
+	return oom_killed;
+}
+
+static void count_call(struct probe_result *res, int ret)
+{
+	res->calls++;
+	if (ret >= 0)
+		return;
+	if (errno == ENOMEM)
+		res->enomem++;
+	else if (errno != EAGAIN)
+		res->other_errors++;
+}
+
+static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
+{
+	static char page[PAGE];
+	struct rlimit nofile = { 65536, 65536 };
+	int fds[2], ret;
+
+	memset(page, 'p', sizeof(page));
+	setrlimit(RLIMIT_NOFILE, &nofile);
+	while ((size_t)res->bytes < bytes && res->calls < max_calls) {
+		ret = pipe2(fds, O_NONBLOCK);
+		count_call(res, ret);
+		if (ret)
+			continue;
+		count_call(res, fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES));
+		/* Fill the pipe; every write needs a fresh page. */
+		while ((size_t)res->bytes < bytes && res->calls < max_calls) {
+			ret = write(fds[1], page, PAGE);
+			count_call(res, ret);
+			if (ret > 0)
+				res->bytes += ret;
+			else if (errno == EAGAIN)
+				break;
+		}
+		/* The read end keeps the buffers alive until exit. */
+		close(fds[1]);
+	}
+}
+
+int probe_pipes(const char *comm, size_t bytes, long max_calls,
+		struct probe_result *res)
+{
+	struct probe_result *shared;
+	int status;
+	pid_t pid;
+
+	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return -1;
+	memset(shared, 0, sizeof(*shared));
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		prctl(PR_SET_NAME, comm);
+		/* Never the OOM victim: it must live to see the ENOMEM. */
+		set_oom_score_adj(-1000);
+		probe_child(bytes, max_calls, shared);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	*res = *shared;
+	munmap(shared, sizeof(*shared));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+size_t probe_bytes(void)
+{
+	return (size_t)meminfo_kb("MemTotal") * 1024 / 4;
+}
+
+int pressure_round(const char *hog_cgroup, struct probe_result *res,
+		   bool *hog_oom_killed)
+{
+	pid_t hog = -1;
+	int tries;
+
+	/* A hog that overshoots is OOM-killed while filling: try again. */
+	for (tries = 0; tries < 3 && hog <= 0; tries++)
+		hog = hog_start(hog_cgroup, hog_bytes_for_pressure());
+	if (hog <= 0) {
+		ksft_print_msg("the hog never got its memory\n");
+		return -1;
+	}
+	memset(res, 0, sizeof(*res));
+	if (probe_pipes("retry-probe", probe_bytes(), 1000000, res)) {
+		ksft_print_msg("probe did not exit cleanly\n");
+		hog_stop(hog, hog_cgroup);
+		return -1;
+	}
+	*hog_oom_killed = hog_stop(hog, hog_cgroup);
+	ksft_print_msg("probe: %ld calls, %ld ENOMEM, %ld other errors, %ld MiB pinned; hog OOM-killed: %s\n",
+		       res->calls, res->enomem, res->other_errors,
+		       res->bytes >> 20, *hog_oom_killed ? "yes" : "no");
+	return 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Helpers shared by the guest tests: the retry sysctl, the kernel log,
+ * and memory pressure made of a hog the OOM killer will pick and a probe
+ * whose own small kernel allocations are the ones that reach the OOM stage.
+ *
+ * The cgroup helpers come from the kernel tree's
+ * tools/testing/selftests/cgroup/cgroup_util.c.
+ */
+#ifndef TEST_UTIL_H
+#define TEST_UTIL_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define RETRY_SYSCTL "/proc/sys/vm/retry_allocation_attempts"
+
+/* One test function per case, kselftest style: KSFT_PASS or KSFT_FAIL. */
+struct test_case {
+	int (*fn)(void);
+	const char *name;
+};
+#define TEST_CASE(fn) { fn, #fn }
+
+/* Print the TAP plan, run every case, report each, exit with the result. */
+void run_tests(const struct test_case *tests, size_t n);
+
+/* The cgroup the job delegates to tests (ALLOC_TEST_CGROUP). */
+const char *test_cgroup_root(void);
+
+/* Write @val to a /proc or /sys file: 0, or -errno of the failing write. */
+int write_file_errno(const char *path, const char *val, size_t len);
+/* Read an integer file; exits the test program if it cannot. */
+long read_long_file(const char *path);
+
+/* Kernel log: remember where it ends, later count new lines with @needle. */
+int kmsg_mark(void);
+int kmsg_count(int fd, const char *needle, const char *needle2);
+
+/* Value of a key in /proc/meminfo, in KiB. */
+long meminfo_kb(const char *key);
+
+/*
+ * A child in its own cgroup @cgroup, oom_score_adj 1000, that faults in
+ * @bytes of anonymous memory, keeps it and waits to be killed.  Returns its
+ * pid once the memory is in place, or -1 if it died before (OOM-killed
+ * while filling).
+ */
+pid_t hog_start(const char *cgroup, size_t bytes);
+/* Kill the hog if still alive; true if it had been OOM-killed. */
+bool hog_stop(pid_t pid, const char *cgroup);
+/* Bytes a hog should take so that the next @probe_bytes cause an OOM. */
+size_t hog_bytes_for_pressure(void);
+
+/* What the pipe probe saw. */
+struct probe_result {
+	long calls;		/* syscalls made */
+	long enomem;		/* of which failed with ENOMEM */
+	long other_errors;	/* failed otherwise */
+	long bytes;		/* bytes left in pipes, at most the target */
+};
+
+/*
+ * Pin @bytes in pipe buffers, one page per write(), in a child named
+ * @comm: every write allocates an order-0 page, every F_SETPIPE_SZ an
+ * order-2 kmalloc, in syscall context.  Stops at the target or after
+ * @max_calls syscalls.
+ */
+int probe_pipes(const char *comm, size_t bytes, long max_calls,
+		struct probe_result *res);
+
+/* What the probe pins: a quarter of memory. */
+size_t probe_bytes(void);
+
+/*
+ * One round of global pressure: a hog in @hog_cgroup holds what memory is
+ * free, the probe "retry-probe" pins probe_bytes(), the hog is killed.
+ * Fills @res and says whether the OOM killer killed the hog; -1 if the
+ * round could not be set up.
+ */
+int pressure_round(const char *hog_cgroup, struct probe_result *res,
+		   bool *hog_oom_killed);
+
+#endif
