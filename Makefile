@@ -34,32 +34,32 @@ export ACCEL
 
 all: check
 
-help:
-	@sed -n 's/^## //p' README.md
+help: ## this list
+	@sed -n 's/^\([a-z]*\):.*## \(.*\)/make \1\t\2/p' Makefile
 
-deps:
+deps: ## install missing host packages (apt-get)
 	@qemu/install-deps
 
-kernel: deps
+kernel: deps ## unpack linux-source-6.12, apply patches/linux/, build bzImage
 	@qemu/build-kernel
 
 $(ROOTFS)/.done: qemu/build-rootfs qemu/apt-sources | deps
 	@qemu/build-rootfs $(ROOTFS)
 	@touch $@
 
-rootfs: $(ROOTFS)/.done
+rootfs: $(ROOTFS)/.done ## the cached Debian bookworm tree
 
 $(IMAGE): $(ROOTFS)/.done qemu/build-image $(shell find qemu/guest -type f)
 	@qemu/build-image $(ROOTFS) $@
 
-image: $(IMAGE)
+image: $(IMAGE) ## the guest root disk
 
 # The guest programs build against the unpacked kernel tree's kselftest
 # harness, so they come after the kernel.
-progs: kernel
+progs: kernel ## the guest programs in cgroup-tests/
 	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
 
-lint: kernel
+lint: kernel ## checkpatch --strict and shellcheck, as TAP
 	@qemu/lint $(KSRC)
 
 # boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
@@ -69,20 +69,20 @@ define boot
 	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) $(4) || true
 endef
 
-check: kernel image progs
+check: kernel image progs ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
 	@qemu/report $(BUILD)/check "$(TESTS)"
 
-demo: kernel image progs
+demo: kernel image progs ## boot the guest and print the pressure table
 	$(call boot,demo,$(BUILD)/demo)
 	@cat $(BUILD)/demo/results/demo.txt 2>/dev/null || \
 		{ echo "demo: the guest produced no table" >&2; exit 1; }
 
-shell: kernel image progs
+shell: kernel image progs ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell,,shell)
 
-clean:
+clean: ## remove build/ (ccache is kept)
 	rm -rf $(BUILD)
