@@ -195,6 +195,16 @@ static void count_call(struct probe_result *res, int ret)
 		res->other_errors++;
 }
 
+/* Fault in the stack the probe will use, before mlockall(). */
+static void touch_stack(void)
+{
+	volatile char stack[64 << 10];
+	size_t i;
+
+	for (i = 0; i < sizeof(stack); i += PAGE)
+		stack[i] = 0;
+}
+
 static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
 {
 	static char page[PAGE];
@@ -223,33 +233,56 @@ static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
 	}
 }
 
-int probe_pipes(const char *comm, size_t bytes, long max_calls,
-		struct probe_result *res)
+int probe_start(struct probe *probe, const char *comm, size_t bytes,
+		long max_calls)
 {
-	struct probe_result *shared;
-	int status;
-	pid_t pid;
+	int ready[2], go[2];
+	char c = 0;
 
-	shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE,
-		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (shared == MAP_FAILED)
+	probe->res = mmap(NULL, sizeof(*probe->res), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (probe->res == MAP_FAILED || pipe(ready) || pipe(go))
 		return -1;
-	memset(shared, 0, sizeof(*shared));
-	pid = fork();
-	if (pid < 0)
+	memset(probe->res, 0, sizeof(*probe->res));
+	probe->pid = fork();
+	if (probe->pid < 0)
 		return -1;
-	if (pid == 0) {
+	if (probe->pid == 0) {
 		prctl(PR_SET_NAME, comm);
 		/* Never the OOM victim: it must live to see the ENOMEM. */
 		set_oom_score_adj(-1000);
-		probe_child(bytes, max_calls, shared);
+		/*
+		 * Fault everything in now: under pressure, the probe's only
+		 * allocations must be its system calls', not its faults'.
+		 */
+		touch_stack();
+		if (mlockall(MCL_CURRENT | MCL_FUTURE))
+			_exit(2);
+		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
+			_exit(3);
+		probe_child(bytes, max_calls, probe->res);
 		_exit(0);
 	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	*res = *shared;
-	munmap(shared, sizeof(*shared));
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	close(ready[1]);
+	close(go[0]);
+	probe->go = go[1];
+	if (read(ready[0], &c, 1) != 1)
+		c = 0;
+	close(ready[0]);
+	return c == 'r' ? 0 : -1;
+}
+
+int probe_finish(struct probe *probe, struct probe_result *res)
+{
+	int status, ok;
+
+	ok = write(probe->go, "g", 1) == 1;
+	close(probe->go);
+	if (waitpid(probe->pid, &status, 0) != probe->pid)
+		ok = 0;
+	*res = *probe->res;
+	munmap(probe->res, sizeof(*probe->res));
+	return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 size_t probe_bytes(void)
@@ -260,20 +293,22 @@ size_t probe_bytes(void)
 int pressure_round(const char *hog_cgroup, struct probe_result *res,
 		   bool *hog_oom_killed)
 {
+	struct probe probe;
 	pid_t hog = -1;
 	int tries;
 
+	if (probe_start(&probe, "retry-probe", probe_bytes(), 1000000)) {
+		ksft_print_msg("probe did not start\n");
+		return -1;
+	}
 	/* A hog that overshoots is OOM-killed while filling: try again. */
 	for (tries = 0; tries < 3 && hog <= 0; tries++)
 		hog = hog_start(hog_cgroup, hog_bytes_for_pressure());
-	if (hog <= 0) {
-		ksft_print_msg("the hog never got its memory\n");
-		return -1;
-	}
-	memset(res, 0, sizeof(*res));
-	if (probe_pipes("retry-probe", probe_bytes(), 1000000, res)) {
-		ksft_print_msg("probe did not exit cleanly\n");
-		hog_stop(hog, hog_cgroup);
+	if (probe_finish(&probe, res) || hog <= 0) {
+		ksft_print_msg("%s\n", hog <= 0 ? "the hog never got its memory" :
+			       "the probe did not exit cleanly");
+		if (hog > 0)
+			hog_stop(hog, hog_cgroup);
 		return -1;
 	}
 	*hog_oom_killed = hog_stop(hog, hog_cgroup);

@@ -61,13 +61,21 @@ struct probe_result {
 };
 
 /*
- * Pin @bytes in pipe buffers, one page per write(), in a child named
- * @comm: every write allocates an order-0 page, every F_SETPIPE_SZ an
- * order-2 kmalloc, in syscall context.  Stops at the target or after
- * @max_calls syscalls.
+ * A child named @comm that will pin @bytes in pipe buffers, one page per
+ * write(): every write allocates an order-0 page, every F_SETPIPE_SZ a
+ * 10 KiB kmalloc, in system call context.  probe_start() returns once the
+ * child has faulted in and locked all its memory, so that its faults
+ * allocate nothing later; probe_finish() lets it run to the target (or
+ * @max_calls system calls) and collects what it saw.
  */
-int probe_pipes(const char *comm, size_t bytes, long max_calls,
-		struct probe_result *res);
+struct probe {
+	pid_t pid;
+	int go;
+	struct probe_result *res;
+};
+int probe_start(struct probe *probe, const char *comm, size_t bytes,
+		long max_calls);
+int probe_finish(struct probe *probe, struct probe_result *res);
 
 /* What the probe pins: a quarter of memory. */
 size_t probe_bytes(void);
