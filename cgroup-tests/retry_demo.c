@@ -45,7 +45,7 @@ int main(void)
 	printf("%-27s %9s %7s %7s %7s %10s\n", "vm.retry_allocation_attempts",
 	       "syscalls", "ENOMEM", "other", "MiB", "OOM kills");
 	for (i = 0; i < ARRAY_SIZE(limits); i++) {
-		if (write_file_errno(RETRY_SYSCTL, limits[i], strlen(limits[i])))
+		if (retry_sysctl_set(limits[i]))
 			ksft_exit_fail_msg("cannot set %s\n", limits[i]);
 		calls = enomem = errors = mib = 0;
 		kills = vmstat("oom_kill");
@@ -61,8 +61,10 @@ int main(void)
 		printf("%-28s %9ld %7ld %7ld %7ld %10ld\n", limits[i], calls,
 		       enomem, errors, mib, kills);
 	}
-	write_file_errno(RETRY_SYSCTL, "-1", 2);
-	printf("\nAt -1 the probe's writes wait for the OOM killer and all succeed; at 0\n"
-	       "the write whose allocation triggered the kill fails with ENOMEM instead.\n");
+	retry_sysctl_set("-1");
+	printf("\nEvery round the OOM killer kills the hog.  At -1 the probe's writes wait\n"
+	       "for it and all succeed.  At 3 they may retry three times after an OOM\n"
+	       "pass, enough for the victim to exit.  At 0 the write whose allocation\n"
+	       "reached the OOM stage fails with ENOMEM, and the probe carries on.\n");
 	return 0;
 }

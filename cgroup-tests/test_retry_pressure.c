@@ -39,14 +39,9 @@
 
 static char *hog_cgroup;
 
-static int set_retry(const char *val)
-{
-	return write_file_errno(RETRY_SYSCTL, val, strlen(val));
-}
-
 static void reset_retry(void)
 {
-	set_retry("-1");
+	retry_sysctl_set("-1");
 }
 
 static int test_limit0_probe_sees_enomem(void)
@@ -59,14 +54,17 @@ static int test_limit0_probe_sees_enomem(void)
 	/* warn_alloc() prints at most once per 10 s: start with a clean slate. */
 	sleep(11);
 	kmsg = kmsg_mark();
-	if (set_retry("0"))
+	if (retry_sysctl_set("0"))
 		return KSFT_FAIL;
 	for (i = 0; i < LIMIT0_ROUNDS && !enomem; i++) {
-		if (pressure_round(hog_cgroup, &res, &killed) || !killed || res.other_errors)
+		if (pressure_round(hog_cgroup, &res, &killed))
+			break;
+		probe_report(&res, killed);
+		if (!killed || res.other_errors)
 			break;
 		enomem += res.enomem;
 	}
-	set_retry("-1");
+	retry_sysctl_set("-1");
 	reports = kmsg_count(kmsg, LIMIT_REPORT, NULL);
 	ksft_print_msg("limit 0: %ld ENOMEM in %d rounds, %ld limit reports\n",
 		       enomem, i, reports);
@@ -81,11 +79,12 @@ static int test_unlimited_probe_sees_none(void)
 	int i, kmsg;
 
 	kmsg = kmsg_mark();
-	if (set_retry("-1"))
+	if (retry_sysctl_set("-1"))
 		return KSFT_FAIL;
 	for (i = 0; i < UNLIMITED_ROUNDS; i++) {
 		if (pressure_round(hog_cgroup, &res, &killed))
 			return KSFT_FAIL;
+		probe_report(&res, killed);
 		/* The pressure was real, and the probe got all it asked for. */
 		if (!killed || res.enomem || res.other_errors ||
 		    (size_t)res.bytes < probe_bytes())
@@ -107,7 +106,7 @@ static int fault_in(const char *comm, bool from_kernel)
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_NAME, comm);
-		write_file_errno("/proc/self/oom_score_adj", "-1000", 5);
+		set_oom_score_adj(-1000);
 		mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (mem == MAP_FAILED)
@@ -142,9 +141,9 @@ static int faults_under_limit0(const char *comm, bool from_kernel)
 		return KSFT_FAIL;
 	leaked_fd = kmsg_mark();
 	reports_fd = kmsg_mark();
-	set_retry("0");
+	retry_sysctl_set("0");
 	ret = fault_in(comm, from_kernel);
-	set_retry("-1");
+	retry_sysctl_set("-1");
 	killed = hog_stop(hog, hog_cgroup);
 	leaked = kmsg_count(leaked_fd, "VM_FAULT_OOM leaked", NULL);
 	reports = kmsg_count(reports_fd, comm, "retry_allocation_attempts");

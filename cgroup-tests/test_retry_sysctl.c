@@ -15,11 +15,6 @@
 #include "cgroup_util.h"
 #include "test_util.h"
 
-static int set_retry(const char *val)
-{
-	return write_file_errno(RETRY_SYSCTL, val, strlen(val));
-}
-
 static int test_default(void)
 {
 	return read_long_file(RETRY_SYSCTL) == -1 ? KSFT_PASS : KSFT_FAIL;
@@ -34,7 +29,7 @@ static int test_round_trip(void)
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(vals); i++) {
-		if (set_retry(vals[i])) {
+		if (retry_sysctl_set(vals[i])) {
 			ksft_print_msg("write %s: %s\n", vals[i], strerror(errno));
 			return KSFT_FAIL;
 		}
@@ -57,10 +52,10 @@ static int test_rejected(void)
 	int ret = KSFT_PASS, err;
 	size_t i;
 
-	if (set_retry("7"))
+	if (retry_sysctl_set("7"))
 		return KSFT_FAIL;
 	for (i = 0; i < ARRAY_SIZE(bad); i++) {
-		err = set_retry(bad[i]);
+		err = retry_sysctl_set(bad[i]);
 		/* A zero-length write is a no-op, not an error. */
 		if (!*bad[i] ? err != 0 : err != -EINVAL) {
 			ksft_print_msg("write \"%s\": got %d, want %d\n",
@@ -72,7 +67,7 @@ static int test_rejected(void)
 			ret = KSFT_FAIL;
 		}
 	}
-	set_retry("-1");
+	retry_sysctl_set("-1");
 	return ret;
 }
 
@@ -91,7 +86,7 @@ static int test_kernel_conventions(void)
 	size_t i;
 
 	for (i = 0; i < ARRAY_SIZE(cases); i++) {
-		if (set_retry(cases[i].in) ||
+		if (retry_sysctl_set(cases[i].in) ||
 		    read_long_file(RETRY_SYSCTL) != cases[i].want) {
 			ksft_print_msg("\"%s\" did not set %ld\n", cases[i].in,
 				       cases[i].want);
@@ -106,7 +101,7 @@ static int test_kernel_conventions(void)
 			       read_long_file(RETRY_SYSCTL));
 		ret = KSFT_FAIL;
 	}
-	set_retry("-1");
+	retry_sysctl_set("-1");
 	return ret;
 }
 
@@ -120,7 +115,7 @@ static int test_non_root_refused(void)
 		if (setresgid(65534, 65534, 65534) ||
 		    setresuid(65534, 65534, 65534))
 			_exit(2);
-		_exit(set_retry("0") == -EACCES ? 0 : 1);
+		_exit(retry_sysctl_set("0") == -EACCES ? 0 : 1);
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 	    WEXITSTATUS(status) != 0)

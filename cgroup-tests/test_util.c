@@ -58,6 +58,11 @@ int write_file_errno(const char *path, const char *val, size_t len)
 	return ret;
 }
 
+int retry_sysctl_set(const char *val)
+{
+	return write_file_errno(RETRY_SYSCTL, val, strlen(val));
+}
+
 long read_long_file(const char *path)
 {
 	char buf[64];
@@ -116,7 +121,7 @@ size_t hog_bytes_for_pressure(void)
 	return (size_t)(avail - total / 20) * 1024;
 }
 
-static void set_oom_score_adj(int adj)
+void set_oom_score_adj(int adj)
 {
 	char buf[16];
 
@@ -312,8 +317,12 @@ int pressure_round(const char *hog_cgroup, struct probe_result *res,
 		return -1;
 	}
 	*hog_oom_killed = hog_stop(hog, hog_cgroup);
+	return 0;
+}
+
+void probe_report(const struct probe_result *res, bool hog_oom_killed)
+{
 	ksft_print_msg("probe: %ld calls, %ld ENOMEM, %ld other errors, %ld MiB pinned; hog OOM-killed: %s\n",
 		       res->calls, res->enomem, res->other_errors,
-		       res->bytes >> 20, *hog_oom_killed ? "yes" : "no");
-	return 0;
+		       res->bytes >> 20, hog_oom_killed ? "yes" : "no");
 }

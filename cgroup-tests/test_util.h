@@ -30,12 +30,17 @@ const char *test_cgroup_root(void);
 
 /* Write @val to a /proc or /sys file: 0, or -errno of the failing write. */
 int write_file_errno(const char *path, const char *val, size_t len);
+/* Write vm.retry_allocation_attempts: 0 or -errno. */
+int retry_sysctl_set(const char *val);
 /* Read an integer file; exits the test program if it cannot. */
 long read_long_file(const char *path);
 
 /* Kernel log: remember where it ends, later count new lines with @needle. */
 int kmsg_mark(void);
 int kmsg_count(int fd, const char *needle, const char *needle2);
+
+/* Set this process's oom_score_adj; exits the test program if it cannot. */
+void set_oom_score_adj(int adj);
 
 /* Value of a key in /proc/meminfo, in KiB. */
 long meminfo_kb(const char *key);
@@ -88,5 +93,7 @@ size_t probe_bytes(void);
  */
 int pressure_round(const char *hog_cgroup, struct probe_result *res,
 		   bool *hog_oom_killed);
+/* One TAP diagnostic line for a round. */
+void probe_report(const struct probe_result *res, bool hog_oom_killed);
 
 #endif
