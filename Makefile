@@ -30,7 +30,7 @@ $(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not
 endif
 export ACCEL
 
-.PHONY: all check demo shell deps kernel rootfs image progs lint clean help
+.PHONY: all check demo shell deps kernel rootfs image progs bisect lint clean help
 
 all: check
 
@@ -58,6 +58,13 @@ image: $(IMAGE) ## the guest root disk
 # harness, so they come after the kernel.
 progs: kernel ## the guest programs in cgroup-tests/
 	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
+
+# Each prefix of the series must build: the bisectability of the series.
+bisect: deps ## build the kernel at every patch of the series, then the whole series
+	@n=$$(ls patches/linux/*.patch | wc -l); for k in $$(seq 1 $$n); do \
+		echo "bisect: patches 1..$$k of $$n"; \
+		SERIES_UPTO=$$k qemu/build-kernel || exit 1; \
+	done
 
 lint: kernel ## checkpatch --strict and shellcheck, as TAP
 	@qemu/lint $(KSRC)
