@@ -29,6 +29,7 @@ ifeq ($(filter auto tcg,$(ACCEL)),)
 $(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not "$(ACCEL)")
 endif
 export ACCEL
+export ACCEL_CACHE := $(BUILD)/accel
 
 .PHONY: all check demo shell deps kernel rootfs image progs bisect lint clean help
 
