@@ -15,6 +15,8 @@ PROGS := $(BUILD)/cgroup-tests
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
 	$(wildcard cgroup-tests/test_*.c)))))
 TESTS ?= $(ALL_TESTS)
+# The series' KUnit suites, run by the guest kernel at boot.
+KUNIT_SUITES := alloc_retry
 ACCEL ?= auto
 
 # Bad input stops make before it changes anything.
@@ -31,7 +33,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs image progs bisect lint clean help
+.PHONY: all check demo shell deps kernel rootfs image progs bisect lint fastpath clean help
 
 all: check
 
@@ -70,6 +72,9 @@ bisect: deps ## build the kernel at every patch of the series, then the whole se
 lint: kernel ## checkpatch --strict and shellcheck, as TAP
 	@qemu/lint $(KSRC)
 
+fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
+	@qemu/compare-fastpath
+
 # boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
@@ -82,7 +87,7 @@ check: kernel image progs ## boot the guest, run TESTS, print N passed, N failed
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
-	@qemu/report $(BUILD)/check "$(TESTS)"
+	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
 demo: kernel image progs ## boot the guest and print the pressure table
 	$(call boot,demo,$(BUILD)/demo)

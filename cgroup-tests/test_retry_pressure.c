@@ -59,7 +59,7 @@ static int test_limit0_probe_sees_enomem(void)
 	if (retry_sysctl_set("0"))
 		return KSFT_FAIL;
 	for (i = 0; i < LIMIT0_ROUNDS && !enomem; i++) {
-		if (pressure_round(hog_cgroup, &res, &killed))
+		if (pressure_round(hog_cgroup, NULL, &res, &killed))
 			break;
 		probe_report(&res, killed);
 		if (!killed || res.other_errors)
@@ -84,7 +84,7 @@ static int test_unlimited_probe_sees_none(void)
 	if (retry_sysctl_set("-1"))
 		return KSFT_FAIL;
 	for (i = 0; i < UNLIMITED_ROUNDS; i++) {
-		if (pressure_round(hog_cgroup, &res, &killed))
+		if (pressure_round(hog_cgroup, NULL, &res, &killed))
 			return KSFT_FAIL;
 		probe_report(&res, killed);
 		/* The pressure was real, and the probe got all it asked for. */

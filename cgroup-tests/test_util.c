@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -238,8 +239,8 @@ static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
 	}
 }
 
-int probe_start(struct probe *probe, const char *comm, size_t bytes,
-		long max_calls)
+int probe_start(struct probe *probe, const char *comm, const char *cgroup,
+		int oom_score_adj, size_t bytes, long max_calls)
 {
 	int ready[2], go[2];
 	char c = 0;
@@ -254,8 +255,7 @@ int probe_start(struct probe *probe, const char *comm, size_t bytes,
 		return -1;
 	if (probe->pid == 0) {
 		prctl(PR_SET_NAME, comm);
-		/* Never the OOM victim: it must live to see the ENOMEM. */
-		set_oom_score_adj(-1000);
+		set_oom_score_adj(oom_score_adj);
 		/*
 		 * Fault everything in now: under pressure, the probe's only
 		 * allocations must be its system calls', not its faults'.
@@ -263,6 +263,9 @@ int probe_start(struct probe *probe, const char *comm, size_t bytes,
 		touch_stack();
 		if (mlockall(MCL_CURRENT | MCL_FUTURE))
 			_exit(2);
+		/* Its memory stays charged where it is: only pipes count. */
+		if (cgroup && cg_enter_current(cgroup))
+			_exit(4);
 		if (write(ready[1], "r", 1) != 1 || read(go[0], &c, 1) != 1)
 			_exit(3);
 		probe_child(bytes, max_calls, probe->res);
@@ -290,19 +293,31 @@ int probe_finish(struct probe *probe, struct probe_result *res)
 	return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+void probe_kill_after(struct probe *probe, unsigned int ms)
+{
+	if (write(probe->go, "g", 1) == 1)
+		usleep(ms * 1000);
+	close(probe->go);
+	kill(probe->pid, SIGKILL);
+	waitpid(probe->pid, NULL, 0);
+	munmap(probe->res, sizeof(*probe->res));
+}
+
 size_t probe_bytes(void)
 {
 	return (size_t)meminfo_kb("MemTotal") * 1024 / 4;
 }
 
-int pressure_round(const char *hog_cgroup, struct probe_result *res,
-		   bool *hog_oom_killed)
+int pressure_round(const char *hog_cgroup, const char *probe_cgroup,
+		   struct probe_result *res, bool *hog_oom_killed)
 {
 	struct probe probe;
 	pid_t hog = -1;
 	int tries;
 
-	if (probe_start(&probe, "retry-probe", probe_bytes(), 1000000)) {
+	/* Never the OOM victim: it must live to see the ENOMEM. */
+	if (probe_start(&probe, "retry-probe", probe_cgroup, -1000,
+			probe_bytes(), 1000000)) {
 		ksft_print_msg("probe did not start\n");
 		return -1;
 	}
@@ -320,9 +335,103 @@ int pressure_round(const char *hog_cgroup, struct probe_result *res,
 	return 0;
 }
 
+int memcg_pressure_round(const char *parent, long memory_max,
+			 const char *probe_cgroup, struct probe_result *res,
+			 bool *hog_oom_killed)
+{
+	char *hog_cgroup = cg_name(parent, "hog");
+	struct probe probe;
+	pid_t hog = -1;
+	int tries;
+
+	/* oom_score_adj 0: the OOM killer may choose it, but must not. */
+	if (probe_start(&probe, "retry-memcg", probe_cgroup, 0,
+			memory_max / 2, 1000000)) {
+		ksft_print_msg("probe did not start\n");
+		return -1;
+	}
+	for (tries = 0; tries < 3 && hog <= 0; tries++)
+		hog = hog_start(hog_cgroup, memory_max * 3 / 4 -
+				cg_read_long(parent, "memory.current"));
+	if (probe_finish(&probe, res) || hog <= 0) {
+		ksft_print_msg("%s\n", hog <= 0 ? "the hog never got its memory" :
+			       "the probe did not exit cleanly");
+		if (hog > 0)
+			hog_stop(hog, hog_cgroup);
+		free(hog_cgroup);
+		return -1;
+	}
+	*hog_oom_killed = hog_stop(hog, hog_cgroup);
+	free(hog_cgroup);
+	return 0;
+}
+
 void probe_report(const struct probe_result *res, bool hog_oom_killed)
 {
 	ksft_print_msg("probe: %ld calls, %ld ENOMEM, %ld other errors, %ld MiB pinned; hog OOM-killed: %s\n",
 		       res->calls, res->enomem, res->other_errors,
 		       res->bytes >> 20, hog_oom_killed ? "yes" : "no");
+}
+
+int alloc_retries_set(const char *cgroup, const char *val)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/memory.alloc_retries", cgroup);
+	return write_file_errno(path, val, strlen(val));
+}
+
+/* @s on one line, for a TAP diagnostic: newlines become "|". */
+static const char *one_line(char *s)
+{
+	char *p;
+
+	for (p = s; *p; p++)
+		if (*p == '\n')
+			*p = '|';
+	return s;
+}
+
+bool alloc_retries_effective_is(const char *cgroup, const char *want)
+{
+	char got[PATH_MAX + 64], w[PATH_MAX + 64];
+
+	if (cg_read(cgroup, "memory.alloc_retries.effective", got, sizeof(got)))
+		got[0] = '\0';
+	if (!strcmp(got, want))
+		return true;
+	snprintf(w, sizeof(w), "%s", want);
+	ksft_print_msg("%s/memory.alloc_retries.effective: \"%s\", want \"%s\"\n",
+		       cgroup, one_line(got), one_line(w));
+	return false;
+}
+
+const char *cg_kernel_path(const char *cgroup)
+{
+	static const char mount[] = "/sys/fs/cgroup";
+
+	if (strncmp(cgroup, mount, strlen(mount)))
+		ksft_exit_fail_msg("%s is not under %s\n", cgroup, mount);
+	return cgroup + strlen(mount);
+}
+
+long cg_event(const char *cgroup, const char *file, const char *key)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s ", key);
+	return cg_read_key_long(cgroup, file, name);
+}
+
+long vmstat(const char *key)
+{
+	char buf[16384], *p;
+	size_t len = strlen(key);
+
+	if (read_text("/proc/vmstat", buf, sizeof(buf)) <= 0)
+		ksft_exit_fail_msg("cannot read /proc/vmstat\n");
+	for (p = buf; p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+		if (!strncmp(p, key, len) && p[len] == ' ')
+			return strtol(p + len + 1, NULL, 10);
+	ksft_exit_fail_msg("no %s in /proc/vmstat\n", key);
 }

@@ -68,32 +68,58 @@ struct probe_result {
 /*
  * A child named @comm that will pin @bytes in pipe buffers, one page per
  * write(): every write allocates an order-0 page, every F_SETPIPE_SZ a
- * 10 KiB kmalloc, in system call context.  probe_start() returns once the
- * child has faulted in and locked all its memory, so that its faults
- * allocate nothing later; probe_finish() lets it run to the target (or
- * @max_calls system calls) and collects what it saw.
+ * 10 KiB kmalloc, in system call context, both charged to its cgroup.
+ * probe_start() returns once the child has faulted in and locked all its
+ * memory, so that its faults allocate nothing later, and has moved into
+ * @cgroup (NULL: stays where it is) with @oom_score_adj; probe_finish()
+ * lets it run to the target (or @max_calls system calls) and collects what
+ * it saw.
  */
 struct probe {
 	pid_t pid;
 	int go;
 	struct probe_result *res;
 };
-int probe_start(struct probe *probe, const char *comm, size_t bytes,
-		long max_calls);
+int probe_start(struct probe *probe, const char *comm, const char *cgroup,
+		int oom_score_adj, size_t bytes, long max_calls);
 int probe_finish(struct probe *probe, struct probe_result *res);
+/* Let the probe run for @ms, then SIGKILL and reap it. */
+void probe_kill_after(struct probe *probe, unsigned int ms);
 
 /* What the probe pins: a quarter of memory. */
 size_t probe_bytes(void);
 
 /*
  * One round of global pressure: a hog in @hog_cgroup holds what memory is
- * free, the probe "retry-probe" pins probe_bytes(), the hog is killed.
- * Fills @res and says whether the OOM killer killed the hog; -1 if the
- * round could not be set up.
+ * free, the probe "retry-probe" (in @probe_cgroup, NULL for the caller's,
+ * oom_score_adj -1000) pins probe_bytes(), the hog is killed.  Fills @res
+ * and says whether the OOM killer killed the hog; -1 if the round could
+ * not be set up.
  */
-int pressure_round(const char *hog_cgroup, struct probe_result *res,
-		   bool *hog_oom_killed);
+int pressure_round(const char *hog_cgroup, const char *probe_cgroup,
+		   struct probe_result *res, bool *hog_oom_killed);
+/*
+ * One round of memcg pressure under @parent, whose memory.max is
+ * @memory_max: a hog in @parent/hog fills it to within a quarter of the
+ * limit, the probe "retry-memcg" (in @probe_cgroup under @parent,
+ * oom_score_adj 0) pins half of the limit, the hog is killed.  Like
+ * pressure_round().
+ */
+int memcg_pressure_round(const char *parent, long memory_max,
+			 const char *probe_cgroup, struct probe_result *res,
+			 bool *hog_oom_killed);
 /* One TAP diagnostic line for a round. */
 void probe_report(const struct probe_result *res, bool hog_oom_killed);
+
+/* memory.alloc_retries of @cgroup: write @val, 0 or -errno. */
+int alloc_retries_set(const char *cgroup, const char *val);
+/* Does memory.alloc_retries.effective of @cgroup read exactly @want? */
+bool alloc_retries_effective_is(const char *cgroup, const char *want);
+/* @cgroup's path from the hierarchy's root, as the kernel prints it. */
+const char *cg_kernel_path(const char *cgroup);
+/* A key of memory.events (hierarchical) or memory.events.local. */
+long cg_event(const char *cgroup, const char *file, const char *key);
+/* A counter of /proc/vmstat. */
+long vmstat(const char *key);
 
 #endif

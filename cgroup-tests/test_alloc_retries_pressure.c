@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * memory.alloc_retries under real memory pressure.
+ *
+ * memcg OOM: siblings under one parent with a small memory.max, a hog
+ * (oom_score_adj 1000) filling the parent, and a probe pinning pipe
+ * buffers in one sibling at a time.  The probe's charges are what takes
+ * the parent over memory.max, and the memcg OOM killer kills the hog.  In
+ * the sibling at 0 the charge that saw the kill fails and write() returns
+ * ENOMEM; in the sibling at "max" it waits for the hog's memory as today.
+ *
+ * Global OOM: the same with the guest's memory exhausted and the sysctl
+ * at -1, so that only the probe's cgroup sets a limit.
+ *
+ * Races: rmdir of cgroups whose tasks were killed while allocating under
+ * pressure, and writes to the files during the pressure.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroup_util.h"
+#include "test_util.h"
+
+/* The probe asks for half of this, the hog leaves a quarter free. */
+#define MEMCG_MAX	(64 << 20)
+#define GLOBAL_FAST_ROUNDS 8
+#define GLOBAL_LEGACY_ROUNDS 2
+#define RACE_ROUNDS	4
+#define TRACE		"/sys/kernel/tracing"
+#define TRACE_EVENT	TRACE "/events/oom/alloc_retry_fail/enable"
+
+static const char *root;
+static char *parent, *hog;
+
+/* What one side of a round saw. */
+struct side {
+	struct probe_result res;
+	bool hog_killed;
+	long fail_local, fail_parent, oom_kill_local, vmstat_fail;
+	int reports, traces;
+};
+
+/* Empty the trace buffer and enable oom:alloc_retry_fail. */
+static void trace_start(void)
+{
+	int fd;
+
+	if (access(TRACE_EVENT, W_OK))
+		mount("tracefs", TRACE, "tracefs", 0, NULL);
+	fd = open(TRACE "/trace", O_WRONLY | O_TRUNC);
+	if (fd < 0 || write_file_errno(TRACE_EVENT, "1", 1))
+		ksft_exit_fail_msg("cannot enable oom:alloc_retry_fail\n");
+	close(fd);
+}
+
+/* Lines of the trace buffer with all of @a, @b and @c; stops tracing. */
+static int trace_count(const char *a, const char *b, const char *c)
+{
+	char line[1024];
+	FILE *f;
+	int n = 0;
+
+	write_file_errno(TRACE_EVENT, "0", 1);
+	f = fopen(TRACE "/trace", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, a) && strstr(line, b) && strstr(line, c))
+			n++;
+	fclose(f);
+	return n;
+}
+
+static char *side_cgroup(const char *name, const char *limit)
+{
+	char *cg = cg_name(parent, name);
+
+	cg_destroy(cg);
+	if (cg_create(cg) || alloc_retries_set(cg, limit))
+		ksft_exit_fail_msg("cannot set up %s\n", cg);
+	return cg;
+}
+
+/* One memcg OOM round with the probe in @cg. */
+static int memcg_round(const char *cg, struct side *s)
+{
+	long before = vmstat("alloc_retry_fail");
+	long parent_before = cg_event(parent, "memory.events",
+				      "alloc_retry_fail");
+	char needle[PATH_MAX + 64];
+	int kmsg;
+
+	memset(s, 0, sizeof(*s));
+	kmsg = kmsg_mark();
+	trace_start();
+	if (memcg_pressure_round(parent, MEMCG_MAX, cg, &s->res,
+				 &s->hog_killed))
+		return -1;
+	s->fail_local = cg_event(cg, "memory.events.local", "alloc_retry_fail");
+	s->fail_parent = cg_event(parent, "memory.events", "alloc_retry_fail") -
+			 parent_before;
+	s->oom_kill_local = cg_event(cg, "memory.events.local", "oom_kill");
+	s->vmstat_fail = vmstat("alloc_retry_fail") - before;
+	snprintf(needle, sizeof(needle), "memory.alloc_retries=0 of %s reached",
+		 cg_kernel_path(cg));
+	s->reports = kmsg_count(kmsg, "memory cgroup charge failure", needle);
+	s->traces = trace_count("alloc_retry_fail:", "path=charge",
+				"source=cgroup");
+	probe_report(&s->res, s->hog_killed);
+	ksft_print_msg("alloc_retry_fail: %ld local, %ld in the parent, %ld in vmstat; %d reports, %d trace events; probe OOM-killed %ld times\n",
+		       s->fail_local, s->fail_parent, s->vmstat_fail,
+		       s->reports, s->traces, s->oom_kill_local);
+	return 0;
+}
+
+static void memcg_setup(void)
+{
+	char max[32];
+
+	parent = cg_name(root, "memcg-oom");
+	hog = cg_name(parent, "hog");
+	cg_destroy(parent);
+	snprintf(max, sizeof(max), "%d", MEMCG_MAX);
+	if (cg_create(parent) || cg_write(parent, "memory.max", max) ||
+	    cg_write(parent, "cgroup.subtree_control", "+memory"))
+		ksft_exit_fail_msg("cannot set up %s\n", parent);
+}
+
+static int test_memcg_oom_fast_sibling_fails(void)
+{
+	char *cg = side_cgroup("fast", "0");
+	struct side s;
+	int ret;
+
+	ret = memcg_round(cg, &s);
+	cg_destroy(cg);
+	if (ret)
+		return KSFT_FAIL;
+	/*
+	 * The probe got ENOMEM, lived (probe_finish() checked that it
+	 * exited by itself), was not the victim, and every counter moved.
+	 */
+	return s.hog_killed && s.res.enomem > 0 && !s.res.other_errors &&
+	       !s.oom_kill_local && s.fail_local > 0 &&
+	       s.fail_parent >= s.fail_local && s.vmstat_fail >= s.fail_local &&
+	       s.reports > 0 && s.traces > 0 ? KSFT_PASS : KSFT_FAIL;
+}
+
+static int test_memcg_oom_legacy_sibling_waits(void)
+{
+	char *cg = side_cgroup("legacy", "max");
+	struct side s;
+	int ret;
+
+	ret = memcg_round(cg, &s);
+	cg_destroy(cg);
+	if (ret)
+		return KSFT_FAIL;
+	return s.hog_killed && !s.res.enomem && !s.res.other_errors &&
+	       s.res.bytes == MEMCG_MAX / 2 && !s.fail_local && !s.vmstat_fail &&
+	       !s.oom_kill_local ? KSFT_PASS : KSFT_FAIL;
+}
+
+/* Up to @rounds global OOM rounds with the probe in @cg. */
+static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
+			 struct side *s)
+{
+	char *hog_cg = cg_name(root, "global-hog");
+	char needle[PATH_MAX + 64];
+	long before = vmstat("alloc_retry_fail");
+	struct probe_result res;
+	int kmsg, i;
+
+	memset(s, 0, sizeof(*s));
+	s->res.bytes = probe_bytes();
+	snprintf(needle, sizeof(needle), "memory.alloc_retries=0 of %s reached",
+		 cg_kernel_path(cg));
+	/* warn_alloc() prints at most once per 10 s: start with a clean slate. */
+	sleep(11);
+	kmsg = kmsg_mark();
+	trace_start();
+	s->hog_killed = true;
+	for (i = 0; i < rounds; i++) {
+		bool killed;
+
+		if (pressure_round(hog_cg, cg, &res, &killed))
+			return -1;
+		probe_report(&res, killed);
+		s->hog_killed &= killed;
+		s->res.calls += res.calls;
+		s->res.enomem += res.enomem;
+		s->res.other_errors += res.other_errors;
+		if (res.bytes < s->res.bytes)
+			s->res.bytes = res.bytes;
+		if (stop_at_enomem && s->res.enomem)
+			break;
+	}
+	s->fail_local = cg_event(cg, "memory.events.local", "alloc_retry_fail");
+	s->vmstat_fail = vmstat("alloc_retry_fail") - before;
+	s->reports = kmsg_count(kmsg, "page allocation failure", needle);
+	s->traces = trace_count("alloc_retry_fail:", "path=page",
+				"source=cgroup");
+	ksft_print_msg("%d rounds: %ld ENOMEM; alloc_retry_fail: %ld local, %ld in vmstat; %d reports, %d trace events\n",
+		       i + (i < rounds), s->res.enomem, s->fail_local,
+		       s->vmstat_fail, s->reports, s->traces);
+	return 0;
+}
+
+static int test_global_oom_fast_cgroup_fails(void)
+{
+	char *cg = cg_name(root, "global-fast");
+	struct side s;
+	int ret;
+
+	cg_destroy(cg);
+	if (cg_create(cg) || alloc_retries_set(cg, "0"))
+		return KSFT_FAIL;
+	ret = global_rounds(cg, GLOBAL_FAST_ROUNDS, true, &s);
+	cg_destroy(cg);
+	return !ret && s.hog_killed && s.res.enomem > 0 &&
+	       !s.res.other_errors && s.fail_local > 0 &&
+	       s.vmstat_fail >= s.fail_local && s.reports > 0 &&
+	       s.traces > 0 ? KSFT_PASS : KSFT_FAIL;
+}
+
+static int test_global_oom_legacy_cgroup_waits(void)
+{
+	char *cg = cg_name(root, "global-legacy");
+	struct side s;
+	int ret;
+
+	cg_destroy(cg);
+	if (cg_create(cg))
+		return KSFT_FAIL;
+	ret = global_rounds(cg, GLOBAL_LEGACY_ROUNDS, false, &s);
+	cg_destroy(cg);
+	return !ret && s.hog_killed && !s.res.enomem && !s.res.other_errors &&
+	       (size_t)s.res.bytes == probe_bytes() && !s.fail_local ?
+		KSFT_PASS : KSFT_FAIL;
+}
+
+/* Flip memory.alloc_retries of @a and @b until killed; exit 1 on error. */
+static pid_t flipper_start(const char *a, const char *b)
+{
+	static const char * const vals[] = { "0", "1", "max", "2" };
+	pid_t pid = fork();
+	unsigned int i;
+
+	if (pid)
+		return pid;
+	for (i = 0;; i++)
+		if (alloc_retries_set(a, vals[i % 4]) ||
+		    alloc_retries_set(b, vals[(i + 1) % 4]))
+			_exit(1);
+}
+
+static int test_rmdir_and_writes_under_pressure(void)
+{
+	long current, dying;
+	int i, status, failed = 0;
+	struct probe probe;
+	pid_t hog_pid, flipper;
+	char *cg;
+
+	for (i = 0; i < RACE_ROUNDS && !failed; i++) {
+		cg = side_cgroup("race", i % 2 ? "0" : "max");
+		flipper = flipper_start(parent, cg);
+		hog_pid = hog_start(hog, MEMCG_MAX * 3 / 4 -
+				    cg_read_long(parent, "memory.current"));
+		/* More than fits: it is allocating when it is killed. */
+		if (probe_start(&probe, "retry-race", cg, 0, MEMCG_MAX, 1000000))
+			failed = 1;
+		else
+			probe_kill_after(&probe, 300 + 200 * i);
+		/* A writer must never see an error. */
+		if (waitpid(flipper, &status, WNOHANG) == flipper)
+			failed = 1;
+		kill(flipper, SIGKILL);
+		waitpid(flipper, NULL, 0);
+		if (hog_pid > 0)
+			hog_stop(hog_pid, hog);
+		/* Its tasks are gone: rmdir must work at once. */
+		if (cg_destroy(cg)) {
+			ksft_print_msg("rmdir %s: %s\n", cg, strerror(errno));
+			failed = 1;
+		}
+	}
+	alloc_retries_set(parent, "max");
+	/* Nothing stays charged once all of it has gone. */
+	sleep(2);
+	current = cg_read_long(parent, "memory.current");
+	dying = cg_read_key_long(parent, "cgroup.stat", "nr_dying_descendants ");
+	ksft_print_msg("%d rounds; afterwards %ld KiB charged to the parent, %ld dying cgroups\n",
+		       i, current >> 10, dying);
+	return !failed && current < (4 << 20) ? KSFT_PASS : KSFT_FAIL;
+}
+
+static const struct test_case tests[] = {
+	TEST_CASE(test_memcg_oom_fast_sibling_fails),
+	TEST_CASE(test_memcg_oom_legacy_sibling_waits),
+	TEST_CASE(test_global_oom_fast_cgroup_fails),
+	TEST_CASE(test_global_oom_legacy_cgroup_waits),
+	TEST_CASE(test_rmdir_and_writes_under_pressure),
+};
+
+int main(void)
+{
+	root = test_cgroup_root();
+	memcg_setup();
+	run_tests(tests, ARRAY_SIZE(tests));
+}
