@@ -49,27 +49,33 @@ struct side {
 	int reports, traces;
 };
 
-/* Empty the trace buffer and enable oom:alloc_retry_fail. */
+/*
+ * Empty the trace buffer.  The runner enables oom:alloc_retry_fail on the
+ * kernel command line: flipping it here would patch kernel text at run
+ * time, which multi-threaded TCG races with.  Enable it only if missing.
+ */
 static void trace_start(void)
 {
+	char on[4] = "";
 	int fd;
 
 	if (access(TRACE_EVENT, W_OK))
 		mount("tracefs", TRACE, "tracefs", 0, NULL);
+	if (read_text(TRACE_EVENT, on, sizeof(on)) <= 0 || on[0] != '1')
+		write_file_errno(TRACE_EVENT, "1", 1);
 	fd = open(TRACE "/trace", O_WRONLY | O_TRUNC);
-	if (fd < 0 || write_file_errno(TRACE_EVENT, "1", 1))
-		ksft_exit_fail_msg("cannot enable oom:alloc_retry_fail\n");
+	if (fd < 0)
+		ksft_exit_fail_msg("cannot empty the trace buffer\n");
 	close(fd);
 }
 
-/* Lines of the trace buffer with all of @a, @b and @c; stops tracing. */
+/* Lines of the trace buffer with all of @a, @b and @c. */
 static int trace_count(const char *a, const char *b, const char *c)
 {
 	char line[1024];
 	FILE *f;
 	int n = 0;
 
-	write_file_errno(TRACE_EVENT, "0", 1);
 	f = fopen(TRACE "/trace", "r");
 	if (!f)
 		return -1;
@@ -135,15 +141,22 @@ static void memcg_setup(void)
 		ksft_exit_fail_msg("cannot set up %s\n", parent);
 }
 
+/* A memcg OOM round in a fresh sibling @name at @limit. */
+static int memcg_side(const char *name, const char *limit, struct side *s)
+{
+	char *cg = side_cgroup(name, limit);
+	int ret = memcg_round(cg, s);
+
+	cg_destroy(cg);
+	free(cg);
+	return ret;
+}
+
 static int test_memcg_oom_fast_sibling_fails(void)
 {
-	char *cg = side_cgroup("fast", "0");
 	struct side s;
-	int ret;
 
-	ret = memcg_round(cg, &s);
-	cg_destroy(cg);
-	if (ret)
+	if (memcg_side("fast", "0", &s))
 		return KSFT_FAIL;
 	/*
 	 * The probe got ENOMEM, lived (probe_finish() checked that it
@@ -157,13 +170,9 @@ static int test_memcg_oom_fast_sibling_fails(void)
 
 static int test_memcg_oom_legacy_sibling_waits(void)
 {
-	char *cg = side_cgroup("legacy", "max");
 	struct side s;
-	int ret;
 
-	ret = memcg_round(cg, &s);
-	cg_destroy(cg);
-	if (ret)
+	if (memcg_side("legacy", "max", &s))
 		return KSFT_FAIL;
 	return s.hog_killed && !s.res.enomem && !s.res.other_errors &&
 	       s.res.bytes == MEMCG_MAX / 2 && !s.fail_local && !s.vmstat_fail &&
