@@ -11,6 +11,7 @@ BZIMAGE := $(BUILD)/kernel-obj/arch/x86/boot/bzImage
 ROOTFS := $(BUILD)/guest/rootfs
 IMAGE := $(BUILD)/guest/rootfs.img
 PROGS := $(BUILD)/cgroup-tests
+CONTAINERS := $(BUILD)/containers
 
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
 	$(wildcard cgroup-tests/test_*.c)))))
@@ -33,7 +34,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs image progs bisect lint fastpath clean help
+.PHONY: all check demo shell deps kernel rootfs image progs containers bisect lint fastpath clean help
 
 all: check
 
@@ -69,6 +70,9 @@ bisect: deps ## build the kernel at every patch of the series, then the whole se
 		SERIES_UPTO=$$k qemu/build-kernel || exit 1; \
 	done
 
+containers: deps ## the container workloads, bundle templates and scenario runner
+	@$(MAKE) -s -C container-images O=$(CONTAINERS)
+
 lint: kernel ## checkpatch --strict and shellcheck, as TAP
 	@qemu/lint $(KSRC)
 
@@ -78,23 +82,24 @@ fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 # boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
-	@qemu/build-job $(2)/job.img $(1) $(PROGS) $(3)
+	@qemu/build-job $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
 	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) $(4) || true
 endef
 
-check: kernel image progs ## boot the guest, run TESTS, print N passed, N failed
+check: kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
 	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
-demo: kernel image progs ## boot the guest and print the pressure table
+demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure, print the report
 	$(call boot,demo,$(BUILD)/demo)
-	@cat $(BUILD)/demo/results/demo.txt 2>/dev/null || \
-		{ echo "demo: the guest produced no table" >&2; exit 1; }
+	@[ "$$(cat $(BUILD)/demo/run.status 2>/dev/null)" = ok ] || \
+		{ echo "demo: the guest did not run its job: $$(cat $(BUILD)/demo/run.status 2>/dev/null)" >&2; exit 1; }
+	@container-images/report $(BUILD)/demo/results/containers $(BUILD)/demo/report
 
-shell: kernel image progs ## boot the guest into a root shell on the console
+shell: kernel image progs containers ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell,,shell)
 
 clean: ## remove build/ (ccache is kept)

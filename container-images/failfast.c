@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fail-fast service: a workload written for a kernel whose small
+ * allocations may fail.  An operation that fails with ENOMEM is retried
+ * after a back-off (1, 2, 4 ... 64 ms) until it succeeds or the time is
+ * up; every ENOMEM is counted, and an operation's latency includes its
+ * retries.  Any other error ends the service.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "workload.h"
+
+#define MAX_BACKOFF_US 64000
+
+int main(int argc, char **argv)
+{
+	struct workload w;
+	enum op_kind kind = 0;
+	unsigned long long start;
+	unsigned int backoff;
+	int ret;
+
+	workload_init(&w, "failfast", argc, argv);
+	while (workload_time_left(&w)) {
+		start = now_us();
+		backoff = 1000;
+		while ((ret = op_run(kind)) == -ENOMEM &&
+		       workload_time_left(&w)) {
+			w.enomem++;
+			usleep(backoff);
+			if (backoff < MAX_BACKOFF_US)
+				backoff *= 2;
+		}
+		if (ret == -ENOMEM) {
+			w.enomem++;
+			break;		/* the time ran out while retrying */
+		}
+		if (ret) {
+			w.other_errors++;
+			snprintf(w.error, sizeof(w.error), "%s %s: %s",
+				 op_name(kind), op_failed_call(), strerror(-ret));
+			w.outcome = "error";
+			workload_write_result(&w);
+			return 1;
+		}
+		workload_record(&w, start);
+		kind = (kind + 1) % NR_OP_KINDS;
+	}
+	w.outcome = "completed";
+	workload_write_result(&w);
+	return 0;
+}
