@@ -1,24 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The memory hog.  It forks a filler that takes, in anonymous memory kept
- * live, what its cgroup has left below memory.max, or, when the cgroup has
- * no limit, what the machine has left, less a margin, and then creeps on
- * by a page a millisecond.  Reclaim squeezes out the page cache
- * and the room left runs out; the next allocation to find none invokes
- * the OOM killer, which picks the filler (oom_score_adj 1000, the most
- * memory).  A workload sharing that memory allocates far faster than the
- * creep, so it is mostly the workload's own allocation that meets the OOM
- * killer.  The hog counts the kills and forks a new filler, so the
- * pressure lasts until the hog is stopped (SIGTERM or SIGINT), when it
- * writes its result file.
+ * The memory hog.  It keeps FILLERS children that between them take, in
+ * anonymous memory kept live, what its cgroup has left below memory.max,
+ * or, when the cgroup has no limit, what the machine has left, less a
+ * margin: each takes at most a FILLERS-th of the limit (or of memory), and
+ * the one that reaches the margin creeps on by a page a millisecond.
+ * Reclaim squeezes out what page cache is left and the room runs out; the
+ * next allocation to find none invokes the OOM killer, which picks a
+ * filler (oom_score_adj 1000, the most memory).  A workload sharing that
+ * memory allocates far faster than the creep, so it is mostly the
+ * workload's own allocation that meets the OOM killer.  The hog replaces
+ * the killed filler, which only has its own slice to take back, so the
+ * next OOM comes soon even under TCG; the pressure lasts until the hog is
+ * stopped (SIGTERM or SIGINT).
  *
  *   hog --result PATH
  *
- * The result file counts the fillers, those that got their memory (the
- * runner waits for the first before it starts the workloads of a host
- * pressure scenario) and those the OOM killer killed.  The margin is
- * 1 MiB under memory.max, less than what one pipe operation of a workload
- * holds, and a 64th of memory for the machine.
+ * The result file counts the fillers started, those that reached the
+ * margin (the runner waits for the first before it starts the workloads
+ * of a host pressure scenario) and those the OOM killer killed.  The
+ * margin is 1 MiB under memory.max, less than what one pipe operation of
+ * a workload holds, and a 64th of memory for the machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,7 +36,10 @@
 
 #define PAGE 4096
 #define CHUNK (64 * PAGE)
+/* A page a millisecond under memory.max, every ten for the machine. */
 #define CREEP_US 1000
+#define CREEP_HOST_US 10000
+#define FILLERS 8
 #define CGROUP "/sys/fs/cgroup/"
 
 static volatile sig_atomic_t stop;
@@ -43,7 +48,7 @@ static const char *result_path;
 /* Shared by the hog and its fillers. */
 static struct hog_counts {
 	long fills;	/* fillers started */
-	long full;	/* fillers that got their memory */
+	long full;	/* fillers that reached the margin */
 	long killed;	/* fillers the OOM killer killed */
 } *counts;
 
@@ -85,51 +90,12 @@ static long long meminfo(const char *key)
 	return p ? strtoll(p + strlen(key) + 1, NULL, 10) * 1024 : -1;
 }
 
-/* Bytes the filler may still take before it reaches the margin. */
+/* Bytes the fillers may still take before they reach the margin. */
 static long long room(long long limit, long long margin)
 {
 	if (limit >= 0)
 		return limit - read_number(CGROUP "memory.current") - margin;
 	return meminfo("MemAvailable:") - margin;
-}
-
-static void write_result(void);
-
-static void filler(void)
-{
-	long long limit = read_number(CGROUP "memory.max");
-	size_t size = meminfo("MemTotal:"), off = 0, i;
-	long long margin = limit >= 0 ? 1 << 20 : size / 64;
-	volatile char *mem;
-
-	int fd = open("/proc/self/oom_score_adj", O_WRONLY);
-
-	prctl(PR_SET_NAME, "hog-filler");
-	/* The OOM killer's first choice, before anyone's memory. */
-	if (fd < 0 || write(fd, "1000", 4) != 4)
-		_exit(2);
-	close(fd);
-	/* Its text stays: reclaim must not find room by evicting it. */
-	if (mlockall(MCL_CURRENT))
-		_exit(4);
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mem == MAP_FAILED)
-		_exit(3);
-	/* Volatile stores: the compiler must not drop the memory. */
-	while (off + CHUNK <= size && room(limit, margin) > CHUNK) {
-		for (i = 0; i < CHUNK; i += PAGE)
-			mem[off + i] = 1;
-		off += CHUNK;
-	}
-	__atomic_add_fetch(&counts->full, 1, __ATOMIC_SEQ_CST);
-	write_result();
-	for (; off < size; off += PAGE) {
-		mem[off] = 1;
-		usleep(CREEP_US);
-	}
-	for (;;)
-		pause();
 }
 
 static void write_result(void)
@@ -151,11 +117,65 @@ static void write_result(void)
 		rename(tmp, result_path);
 }
 
+static void filler(void)
+{
+	long long limit = read_number(CGROUP "memory.max");
+	size_t total = meminfo("MemTotal:"), off = 0, i;
+	size_t slice = (limit >= 0 ? (size_t)limit : total) / FILLERS;
+	long long margin = limit >= 0 ? 1 << 20 : total / 128;
+	unsigned int creep = limit >= 0 ? CREEP_US : CREEP_HOST_US;
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY);
+	volatile char *mem;
+
+	prctl(PR_SET_NAME, "hog-filler");
+	/* The OOM killer's first choice, before anyone's memory. */
+	if (fd < 0 || write(fd, "1000", 4) != 4)
+		_exit(2);
+	close(fd);
+	/* Its text stays: reclaim must not find room by evicting it. */
+	if (mlockall(MCL_CURRENT))
+		_exit(4);
+	mem = mmap(NULL, total, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED)
+		_exit(3);
+	/* Volatile stores: the compiler must not drop the memory. */
+	while (off + CHUNK <= slice && room(limit, margin) > CHUNK) {
+		for (i = 0; i < CHUNK; i += PAGE)
+			mem[off + i] = 1;
+		off += CHUNK;
+	}
+	if (off + CHUNK <= slice) {
+		/* Reached the margin: this filler creeps. */
+		__atomic_add_fetch(&counts->full, 1, __ATOMIC_SEQ_CST);
+		write_result();
+		for (; off < total; off += PAGE) {
+			mem[off] = 1;
+			usleep(creep);
+		}
+	}
+	for (;;)
+		pause();
+}
+
+static pid_t start_filler(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		filler();
+	if (pid > 0) {
+		__atomic_add_fetch(&counts->fills, 1, __ATOMIC_SEQ_CST);
+		write_result();
+	}
+	return pid;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction stop_action = { .sa_handler = on_stop };
-	int status;
-	pid_t pid;
+	pid_t fillers[FILLERS] = { 0 }, pid;
+	int status, i;
 
 	if (argc != 3 || strcmp(argv[1], "--result")) {
 		fprintf(stderr, "usage: hog --result PATH\n");
@@ -168,27 +188,30 @@ int main(int argc, char **argv)
 		perror("hog: mmap, mlockall (RLIMIT_MEMLOCK too low?)");
 		return 2;
 	}
-	/* No SA_RESTART: a stop must interrupt the wait for the filler. */
+	/* No SA_RESTART: a stop must interrupt the wait for a filler. */
 	sigaction(SIGTERM, &stop_action, NULL);
 	sigaction(SIGINT, &stop_action, NULL);
 	while (!stop) {
-		pid = fork();
+		for (i = 0; i < FILLERS; i++)
+			if (fillers[i] <= 0)
+				fillers[i] = start_filler();
+		pid = waitpid(-1, &status, 0);
 		if (pid < 0) {
-			usleep(100000);
+			if (errno != EINTR)
+				usleep(100000);	/* fork failed: no child */
 			continue;
 		}
-		if (pid == 0)
-			filler();
-		counts->fills++;
-		write_result();
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			if (stop)
-				kill(pid, SIGKILL);
-		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !stop)
+		for (i = 0; i < FILLERS; i++)
+			if (fillers[i] == pid)
+				fillers[i] = 0;
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 			counts->killed++;
-		/* Let the workloads run a moment between two fills. */
-		usleep(50000);
 	}
+	for (i = 0; i < FILLERS; i++)
+		if (fillers[i] > 0)
+			kill(fillers[i], SIGKILL);
+	while (wait(NULL) > 0)
+		;
 	write_result();
 	return 0;
 }
