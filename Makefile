@@ -12,6 +12,8 @@ ROOTFS := $(BUILD)/guest/rootfs
 IMAGE := $(BUILD)/guest/rootfs.img
 PROGS := $(BUILD)/cgroup-tests
 CONTAINERS := $(BUILD)/containers
+# Changes only when the staged systemd build does (qemu/build-systemd).
+SYSTEMD_SUM := $(BUILD)/systemd/stage.sum
 
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
 	$(wildcard cgroup-tests/test_*.c)))))
@@ -34,7 +36,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs image progs containers bisect lint fastpath clean help
+.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath clean help FORCE
 
 all: check
 
@@ -53,8 +55,14 @@ $(ROOTFS)/.done: qemu/build-rootfs qemu/apt-sources | deps
 
 rootfs: $(ROOTFS)/.done ## the cached Debian bookworm tree
 
-$(IMAGE): $(ROOTFS)/.done qemu/build-image $(shell find qemu/guest -type f)
-	@qemu/build-image $(ROOTFS) $@
+# Always run; it rewrites $(SYSTEMD_SUM) only when the stage changed.
+$(SYSTEMD_SUM): $(ROOTFS)/.done FORCE
+	@qemu/build-systemd $(ROOTFS)
+
+systemd: $(SYSTEMD_SUM) ## fetch Debian's systemd source, apply patches/systemd/, build PID 1, systemctl, systemd-run
+
+$(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build-image $(shell find qemu/guest -type f)
+	@qemu/build-image $(ROOTFS) $(BUILD)/systemd/stage $@
 
 image: $(IMAGE) ## the guest root disk
 
@@ -91,6 +99,8 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
+	@echo "check: systemd unit tests on the host"
+	@qemu/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
 demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure, print the report

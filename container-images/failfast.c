@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The fail-fast service: a workload written for a kernel whose small
- * allocations may fail.  An operation that fails with ENOMEM is retried
- * after a back-off (1, 2, 4 ... 64 ms) until it succeeds or the time is
- * up; every ENOMEM is counted, and an operation's latency includes its
- * retries.  Any other error ends the service.
+ * allocations may fail.  An operation that fails for want of memory is
+ * retried after a back-off (1, 2, 4 ... 64 ms) until it succeeds or the
+ * time is up; every failure is counted, and an operation's latency
+ * includes its retries.  Any other error ends the service.
+ *
+ * For want of memory means ENOMEM, and ENFILE: pipe2() and socketpair()
+ * report a failed allocation of their inode as ENFILE ("too many open
+ * files in system"), not ENOMEM, so a service that retries on ENOMEM
+ * alone dies of the policy all the same.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +19,19 @@
 #include "workload.h"
 
 #define MAX_BACKOFF_US 64000
+
+static bool is_out_of_memory(int ret)
+{
+	return ret == -ENOMEM || ret == -ENFILE;
+}
+
+static void count_out_of_memory(struct workload *w, int ret)
+{
+	if (ret == -ENOMEM)
+		w->enomem++;
+	else
+		w->enfile++;
+}
 
 int main(int argc, char **argv)
 {
@@ -27,17 +45,16 @@ int main(int argc, char **argv)
 	while (workload_time_left(&w)) {
 		start = now_us();
 		backoff = 1000;
-		while ((ret = op_run(kind)) == -ENOMEM &&
-		       workload_time_left(&w)) {
-			w.enomem++;
+		while (is_out_of_memory(ret = op_run(kind))) {
+			count_out_of_memory(&w, ret);
+			if (!workload_time_left(&w))
+				break;
 			usleep(backoff);
 			if (backoff < MAX_BACKOFF_US)
 				backoff *= 2;
 		}
-		if (ret == -ENOMEM) {
-			w.enomem++;
+		if (is_out_of_memory(ret))
 			break;		/* the time ran out while retrying */
-		}
 		if (ret) {
 			w.other_errors++;
 			snprintf(w.error, sizeof(w.error), "%s %s: %s",

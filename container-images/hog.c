@@ -40,10 +40,13 @@
 #define CREEP_US 1000
 #define CREEP_HOST_US 10000
 #define FILLERS 8
-#define CGROUP "/sys/fs/cgroup/"
+#define CGROUP_MOUNT "/sys/fs/cgroup"
 
 static volatile sig_atomic_t stop;
 static const char *result_path;
+/* The hog's cgroup directory: the mount's root in a container's cgroup
+ * namespace, the unit's cgroup under systemd-run. */
+static char cgroup[8192];
 
 /* Shared by the hog and its fillers. */
 static struct hog_counts {
@@ -90,11 +93,34 @@ static long long meminfo(const char *key)
 	return p ? strtoll(p + strlen(key) + 1, NULL, 10) * 1024 : -1;
 }
 
+/* Where this process's cgroup v2 files are, from /proc/self/cgroup. */
+static void find_cgroup(void)
+{
+	char line[4096] = "";
+	FILE *f = fopen("/proc/self/cgroup", "r");
+
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "0::", 3)) {
+		fprintf(stderr, "hog: no cgroup v2 line in /proc/self/cgroup\n");
+		exit(2);
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(cgroup, sizeof(cgroup), "%s%s", CGROUP_MOUNT, line + 3);
+}
+
+static long long cgroup_number(const char *file)
+{
+	char path[8400];
+
+	snprintf(path, sizeof(path), "%s/%s", cgroup, file);
+	return read_number(path);
+}
+
 /* Bytes the fillers may still take before they reach the margin. */
 static long long room(long long limit, long long margin)
 {
 	if (limit >= 0)
-		return limit - read_number(CGROUP "memory.current") - margin;
+		return limit - cgroup_number("memory.current") - margin;
 	return meminfo("MemAvailable:") - margin;
 }
 
@@ -119,7 +145,7 @@ static void write_result(void)
 
 static void filler(void)
 {
-	long long limit = read_number(CGROUP "memory.max");
+	long long limit = cgroup_number("memory.max");
 	size_t total = meminfo("MemTotal:"), off = 0, i;
 	size_t slice = (limit >= 0 ? (size_t)limit : total) / FILLERS;
 	long long margin = limit >= 0 ? 1 << 20 : total / 128;
@@ -182,6 +208,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	result_path = argv[2];
+	find_cgroup();
 	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (counts == MAP_FAILED || mlockall(MCL_CURRENT | MCL_FUTURE)) {

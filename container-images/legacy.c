@@ -26,6 +26,8 @@ int main(int argc, char **argv)
 		if (ret) {
 			if (ret == -ENOMEM)
 				w.enomem++;
+			else if (ret == -ENFILE)
+				w.enfile++;
 			else
 				w.other_errors++;
 			snprintf(w.error, sizeof(w.error), "%s %s: %s",

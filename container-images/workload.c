@@ -257,9 +257,10 @@ static int write_json(const struct workload *w, const char *path)
 	fprintf(f, "{\n  \"workload\": \"%s\",\n  \"seconds\": %u,\n"
 		"  \"outcome\": \"%s\",\n  \"error\": \"%s\",\n"
 		"  \"operations\": %ld,\n  \"enomem\": %ld,\n"
-		"  \"other_errors\": %ld,\n  \"samples\": [",
+		"  \"enfile\": %ld,\n  \"other_errors\": %ld,\n"
+		"  \"samples\": [",
 		w->name, w->seconds, w->outcome, w->error, w->operations,
-		w->enomem, w->other_errors);
+		w->enomem, w->enfile, w->other_errors);
 	/* [start in ms, latency in us] per operation */
 	for (i = 0; i < w->nr_samples; i++)
 		fprintf(f, "%s[%u,%u]", i ? "," : "", w->samples[i].start_ms,

@@ -29,6 +29,7 @@ struct workload {
 	unsigned int seconds;		/* how long to run */
 	long operations;		/* operations completed */
 	long enomem;			/* ENOMEM seen, retried or not */
+	long enfile;			/* ENFILE seen: see failfast.c */
 	long other_errors;
 	const char *outcome;		/* "running", "completed", "error" */
 	char error[160];		/* the error that ended it */
