@@ -21,6 +21,10 @@ TESTS ?= $(ALL_TESTS)
 # The series' KUnit suites, run by the guest kernel at boot.
 KUNIT_SUITES := alloc_retry
 ACCEL ?= auto
+# Last in a boot: without a retry limit it OOM-kills system tasks, as the
+# lockup it reproduces does.
+LAST_TESTS := test_oom_lockup
+TESTS_IN_ORDER := $(filter-out $(LAST_TESTS),$(TESTS)) $(filter $(LAST_TESTS),$(TESTS))
 
 # Bad input stops make before it changes anything.
 unknown := $(filter-out $(ALL_TESTS),$(TESTS))
@@ -96,18 +100,21 @@ endef
 
 check: kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
-	$(call boot,tests,$(BUILD)/check,$(TESTS))
+	$(call boot,tests,$(BUILD)/check,$(TESTS_IN_ORDER))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
 	@echo "check: systemd unit tests on the host"
 	@qemu/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
-demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure, print the report
+demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
 	$(call boot,demo,$(BUILD)/demo)
 	@[ "$$(cat $(BUILD)/demo/run.status 2>/dev/null)" = ok ] || \
 		{ echo "demo: the guest did not run its job: $$(cat $(BUILD)/demo/run.status 2>/dev/null)" >&2; exit 1; }
 	@container-images/report $(BUILD)/demo/results/containers $(BUILD)/demo/report
+	@cp $(BUILD)/demo/results/lockup/lockup.md $(BUILD)/demo/results/lockup/lockup.json $(BUILD)/demo/report/
+	@echo; echo "The lockup of the 2015 RFC under each policy ($(BUILD)/demo/report/lockup.md):"
+	@cat $(BUILD)/demo/report/lockup.md
 
 shell: kernel image progs containers ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell,,shell)

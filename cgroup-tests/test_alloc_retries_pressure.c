@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,8 +34,6 @@
 #define GLOBAL_FAST_ROUNDS 8
 #define GLOBAL_LEGACY_ROUNDS 2
 #define RACE_ROUNDS	4
-#define TRACE		"/sys/kernel/tracing"
-#define TRACE_EVENT	TRACE "/events/oom/alloc_retry_fail/enable"
 
 static const char *root;
 static char *parent, *hog;
@@ -48,43 +45,6 @@ struct side {
 	long fail_local, fail_parent, oom_kill_local, vmstat_fail;
 	int reports, traces;
 };
-
-/*
- * Empty the trace buffer.  The runner enables oom:alloc_retry_fail on the
- * kernel command line: flipping it here would patch kernel text at run
- * time, which multi-threaded TCG races with.  Enable it only if missing.
- */
-static void trace_start(void)
-{
-	char on[4] = "";
-	int fd;
-
-	if (access(TRACE_EVENT, W_OK))
-		mount("tracefs", TRACE, "tracefs", 0, NULL);
-	if (read_text(TRACE_EVENT, on, sizeof(on)) <= 0 || on[0] != '1')
-		write_file_errno(TRACE_EVENT, "1", 1);
-	fd = open(TRACE "/trace", O_WRONLY | O_TRUNC);
-	if (fd < 0)
-		ksft_exit_fail_msg("cannot empty the trace buffer\n");
-	close(fd);
-}
-
-/* Lines of the trace buffer with all of @a, @b and @c. */
-static int trace_count(const char *a, const char *b, const char *c)
-{
-	char line[1024];
-	FILE *f;
-	int n = 0;
-
-	f = fopen(TRACE "/trace", "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (strstr(line, a) && strstr(line, b) && strstr(line, c))
-			n++;
-	fclose(f);
-	return n;
-}
 
 static char *side_cgroup(const char *name, const char *limit)
 {

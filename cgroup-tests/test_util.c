@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -82,10 +83,9 @@ int kmsg_mark(void)
 	return fd;
 }
 
-int kmsg_count(int fd, const char *needle, const char *needle2)
+void kmsg_for_each(int fd, void (*fn)(const char *rec, void *arg), void *arg)
 {
 	char rec[8192];
-	int n = 0;
 	ssize_t len;
 
 	for (;;) {
@@ -95,11 +95,72 @@ int kmsg_count(int fd, const char *needle, const char *needle2)
 		if (len <= 0)
 			break;
 		rec[len] = '\0';
-		if (strstr(rec, needle) && (!needle2 || strstr(rec, needle2)))
-			n++;
+		fn(rec, arg);
 	}
 	close(fd);
-	return n;
+}
+
+struct needles {
+	const char *a, *b, *c;
+	int n;
+};
+
+static void count_needles(const char *line, void *arg)
+{
+	struct needles *nd = arg;
+
+	if (strstr(line, nd->a) && (!nd->b || strstr(line, nd->b)) &&
+	    (!nd->c || strstr(line, nd->c)))
+		nd->n++;
+}
+
+int kmsg_count(int fd, const char *needle, const char *needle2)
+{
+	struct needles nd = { needle, needle2, NULL, 0 };
+
+	kmsg_for_each(fd, count_needles, &nd);
+	return nd.n;
+}
+
+/*
+ * The runner enables oom:alloc_retry_fail on the kernel command line:
+ * flipping it here would patch kernel text at run time, which
+ * multi-threaded TCG races with.  Enable it only if missing.
+ */
+void trace_start(void)
+{
+	char on[4] = "";
+	int fd;
+
+	if (access(TRACE_EVENT, W_OK))
+		mount("tracefs", TRACE, "tracefs", 0, NULL);
+	if (read_text(TRACE_EVENT, on, sizeof(on)) <= 0 || on[0] != '1')
+		write_file_errno(TRACE_EVENT, "1", 1);
+	fd = open(TRACE "/trace", O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		ksft_exit_fail_msg("cannot empty the trace buffer\n");
+	close(fd);
+}
+
+int trace_for_each(void (*fn)(const char *line, void *arg), void *arg)
+{
+	char line[1024];
+	FILE *f;
+
+	f = fopen(TRACE "/trace", "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		fn(line, arg);
+	fclose(f);
+	return 0;
+}
+
+int trace_count(const char *a, const char *b, const char *c)
+{
+	struct needles nd = { a, b, c, 0 };
+
+	return trace_for_each(count_needles, &nd) ? -1 : nd.n;
 }
 
 long meminfo_kb(const char *key)

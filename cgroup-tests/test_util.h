@@ -38,6 +38,18 @@ long read_long_file(const char *path);
 /* Kernel log: remember where it ends, later count new lines with @needle. */
 int kmsg_mark(void);
 int kmsg_count(int fd, const char *needle, const char *needle2);
+/* Call @fn for each record logged since kmsg_mark() gave @fd; closes @fd. */
+void kmsg_for_each(int fd, void (*fn)(const char *rec, void *arg), void *arg);
+
+/* The trace buffer, which holds the oom:alloc_retry_fail events. */
+#define TRACE		"/sys/kernel/tracing"
+#define TRACE_EVENT	TRACE "/events/oom/alloc_retry_fail/enable"
+/* Empty it (and enable the event if it is off). */
+void trace_start(void);
+/* Lines with all of @a, @b and @c; -1 if it cannot be read. */
+int trace_count(const char *a, const char *b, const char *c);
+/* Call @fn for each line; -1 if it cannot be read. */
+int trace_for_each(void (*fn)(const char *line, void *arg), void *arg);
 
 /* Set this process's oom_score_adj; exits the test program if it cannot. */
 void set_oom_score_adj(int adj);

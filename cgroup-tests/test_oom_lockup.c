@@ -1,0 +1,685 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The lockup "mm: Allow small allocations to fail" was written for,
+ * reproduced on this kernel and run under each retry policy.
+ *
+ * The holder allocates page after page inside fallocate() on a memfd, with
+ * the file's inode lock held.  The victim is the OOM killer's first choice
+ * (oom_score_adj 1000): it maps 64 MiB of shared memory, which the OOM
+ * reaper cannot free, and it is blocked on the same inode lock, in its own
+ * fallocate(), before the OOM comes.  Killed, it cannot exit until the
+ * holder drops the lock.  Six bystanders keep 8 MiB each and run on.  All
+ * of them share one workload cgroup.
+ *
+ * With no limit the holder waits for the OOM killer, which waits for the
+ * victim, which waits for the holder.  The OOM reaper breaks that circle
+ * after OOM_REAPER_DELAY by marking the victim done without freeing its
+ * memory, and the killer moves on to the bystanders and at last the holder.
+ * With a limit the holder's fallocate() fails with ENOMEM, frees its pages
+ * and drops the lock; the victim exits and nobody else dies.
+ *
+ * Cases: memcg OOM (memory.max on the workload) and global OOM (the guest's
+ * memory), with the limit set through memory.alloc_retries or, for global
+ * OOM, vm.retry_allocation_attempts.  Every run is a row of the table in
+ * $ALLOC_TEST_RESULTS/lockup/{lockup.md,lockup.json}, which make demo shows.
+ *
+ * The order of events is forced, not hoped for: memory.high=0 throttles
+ * the holder inside its call, lock held, while the victim queues on the
+ * lock, and the OOM is let come only once /proc shows both of them there.
+ * Global OOM without a limit kills system tasks, so it runs last.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup_util.h"
+#include "test_util.h"
+
+#define MIB		(1L << 20)
+#define PAGE		4096
+#define VICTIM_BYTES	(64 * MIB)
+#define BYSTANDERS	6
+#define BYSTANDER_BYTES	(8 * MIB)
+/* Room for the victim, the bystanders and some 40 MiB of the holder's. */
+#define MEMCG_MAX	"160M"
+/* More than the guest has: the holder's call ends only by failing. */
+#define HOLDER_BYTES	(1L << 30)
+/* The small N, beside 0 and max. */
+#define SMALL_N		"3"
+/* A run that has not ended by then has locked up. */
+#define RUN_TIMEOUT_S	120
+#define SETUP_TIMEOUT_S	30
+/* Where each is when the OOM is let come: the proof of the order. */
+#define HOLDER_FRAME	"mem_cgroup_handle_over_high+"
+#define VICTIM_FRAME	"shmem_fallocate+"
+
+struct run {
+	const char *name;
+	bool memcg;		/* memcg OOM, else global OOM */
+	const char *policy;	/* "max", "0" or SMALL_N */
+	bool via_sysctl;	/* the limit is the sysctl's, not the cgroup's */
+};
+
+/* Written by the workload's tasks, read by the test. */
+struct shared {
+	int holder_errno;	/* of its fallocate(), 0 if it returned 0 */
+	int holder_returned;
+	double holder_end;	/* when the call returned, now_s() */
+	long beats[BYSTANDERS];	/* rounds over its memory, per bystander */
+};
+
+struct outcome {
+	bool set_up;		/* the victim was seen blocked on the lock */
+	bool hung;		/* the workload had not ended by the timeout */
+	int holder_status, victim_status;
+	bool holder_returned;	/* from fallocate(), not killed in it */
+	int holder_errno;
+	double holder_s;	/* from the first kill to its return */
+	long kills_in, kills_out;
+	char killed_out[256];	/* names of the tasks killed outside */
+	int bystanders_ran_on, bystanders_killed;
+	double first_kill, end;	/* now_s() of those; first_kill -1: none */
+	double first_kill_to_end_s;	/* -1 if nothing was killed */
+	long oom, oom_kill, alloc_retry_fail;	/* workload's memory.events */
+	int hits_out;		/* limit failures outside the workload */
+	char hit_out[256];	/* their tasks */
+};
+
+static const char *root;
+static char *workload;
+static struct shared *sh;
+static int lock_fd, ready[2], go[2];
+
+static const struct run runs[] = {
+	{ "memcg", true, "max", false },
+	{ "memcg", true, "0", false },
+	{ "memcg", true, SMALL_N, false },
+	{ "global", false, "0", false },
+	{ "global", false, SMALL_N, false },
+	{ "global", false, "0", true },
+	{ "global", false, SMALL_N, true },
+	{ "global", false, "max", false },
+};
+
+static struct outcome outcomes[ARRAY_SIZE(runs)];
+static size_t runs_done;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void say_ready(void)
+{
+	if (write(ready[1], "r", 1) != 1)
+		_exit(3);
+}
+
+/* Fault in 64 MiB of a memfd: shared memory, which the reaper skips. */
+static int victim_main(const char *cgroup, void *arg)
+{
+	int fd = memfd_create("unreapable", 0);
+	char *mem, c;
+
+	set_oom_score_adj(1000);
+	if (fd < 0 || ftruncate(fd, VICTIM_BYTES))
+		return 2;
+	mem = mmap(NULL, VICTIM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	if (mem == MAP_FAILED)
+		return 2;
+	memset(mem, 1, VICTIM_BYTES);
+	say_ready();
+	if (read(go[0], &c, 1) != 1)
+		return 3;
+	/* Blocks on the inode lock the holder has. */
+	fallocate(lock_fd, 0, 0, PAGE);
+	return 0;
+}
+
+/* Keep 8 MiB live and go over it again and again: "ran on" is visible. */
+static int bystander_main(const char *cgroup, void *arg)
+{
+	long n = (long)arg, i;
+	volatile char *mem = malloc(BYSTANDER_BYTES);
+
+	set_oom_score_adj(0);
+	if (!mem)
+		return 2;
+	for (i = 0; i < BYSTANDER_BYTES; i += PAGE)
+		mem[i] = 1;
+	say_ready();
+	for (;;) {
+		for (i = 0; i < BYSTANDER_BYTES; i += PAGE)
+			mem[i]++;
+		sh->beats[n]++;
+		usleep(50000);
+	}
+}
+
+/* One small allocation after another, all under the inode lock. */
+static int holder_main(const char *cgroup, void *arg)
+{
+	int ret;
+
+	set_oom_score_adj(0);
+	ret = fallocate(lock_fd, 0, 0, HOLDER_BYTES);
+	sh->holder_errno = ret ? errno : 0;
+	sh->holder_end = now_s();
+	sh->holder_returned = 1;
+	return 0;
+}
+
+/* /proc/@pid/@item into @buf, without its newline; "" if unreadable. */
+static void proc_item(pid_t pid, const char *item, char *buf, size_t size)
+{
+	ssize_t len = proc_read_text(pid, false, item, buf, size);
+
+	if (len <= 0)
+		len = 0;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/*
+ * Is @pid in shmem_fallocate(), in state @state (0: any), with @frame on
+ * its kernel stack?  The stack leaves out the scheduler and the locking
+ * functions: a task asleep on the inode lock has shmem_fallocate+ on top.
+ */
+static bool in_fallocate(pid_t pid, char state, const char *frame,
+			 char *seen, size_t size)
+{
+	char buf[4096], *p;
+
+	proc_item(pid, "syscall", buf, sizeof(buf));
+	snprintf(seen, size, "syscall \"%.40s\"", buf);
+	if (strtol(buf, &p, 10) != SYS_fallocate || p == buf)
+		return false;
+	if (state) {
+		proc_item(pid, "stat", buf, sizeof(buf));
+		p = strrchr(buf, ')');
+		snprintf(seen, size, "state %c", p && p[1] ? p[2] : '?');
+		if (!p || p[1] != ' ' || p[2] != state)
+			return false;
+	}
+	if (proc_read_text(pid, false, "stack", buf, sizeof(buf)) <= 0)
+		buf[0] = '\0';
+	for (p = buf; *p; p++)
+		if (*p == '\n')
+			*p = '|';
+	snprintf(seen, size, "stack %.400s", buf);
+	p = strstr(buf, "] ");
+	return strstr(buf, "shmem_fallocate") && p && strstr(p, frame) == p + 2;
+}
+
+/* Wait for in_fallocate(); if it never is, say what /proc showed. */
+static bool wait_in_fallocate(const char *who, pid_t pid, char state,
+			      const char *frame)
+{
+	double end = now_s() + SETUP_TIMEOUT_S;
+	char seen[512];
+
+	while (!in_fallocate(pid, state, frame, seen, sizeof(seen))) {
+		if (now_s() > end || usleep(20000)) {
+			ksft_print_msg("the %s never got to %s: %s\n", who,
+				       frame, seen);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* The workload cgroup with memory.max and the limit of @r. */
+static void workload_create(const struct run *r)
+{
+	cg_destroy(workload);
+	if (cg_create(workload) ||
+	    cg_write(workload, "memory.max", r->memcg ? MEMCG_MAX : "max") ||
+	    alloc_retries_set(workload, r->via_sysctl ? "max" : r->policy))
+		ksft_exit_fail_msg("cannot set up %s\n", workload);
+}
+
+struct kill_scan {
+	const char *workload_path;
+	char *names;
+	size_t size;
+};
+
+/* Add @len bytes of @name to a list of task names, fit for JSON. */
+static void append_name(char *names, size_t size, const char *name, int len)
+{
+	size_t used = strlen(names);
+	char *p;
+
+	snprintf(names + used, size - used, "%s%.*s", used ? " " : "", len,
+		 name);
+	for (p = names + used; *p; p++)
+		if (*p == '"' || *p == '\\' || (unsigned char)*p < ' ')
+			*p = '_';
+}
+
+/* An "oom-kill:...,task_memcg=/x,task=name,pid=N" record outside. */
+static void scan_kill(const char *rec, void *arg)
+{
+	struct kill_scan *ks = arg;
+	const char *memcg = strstr(rec, ",task_memcg="), *task, *end;
+
+	if (!strstr(rec, "oom-kill:") || !memcg)
+		return;
+	memcg += strlen(",task_memcg=");
+	task = strstr(memcg, ",task=");
+	if (!task)
+		return;
+	if ((size_t)(task - memcg) == strlen(ks->workload_path) &&
+	    !strncmp(memcg, ks->workload_path, task - memcg))
+		return;
+	task += strlen(",task=");
+	end = strchr(task, ',');
+	append_name(ks->names, ks->size, task, end ? end - task : 3);
+}
+
+struct hit_scan {
+	unsigned long workload_id;
+	struct outcome *o;
+};
+
+/* An oom:alloc_retry_fail event of a task outside the workload. */
+static void scan_hit(const char *line, void *arg)
+{
+	struct hit_scan *hs = arg;
+	const char *id = strstr(line, "alloc_retry_fail: cgroup_id=");
+	const char *comm = line + strspn(line, " ");
+
+	if (!id || strtoul(id + strlen("alloc_retry_fail: cgroup_id="),
+			   NULL, 10) == hs->workload_id)
+		return;
+	hs->o->hits_out++;
+	append_name(hs->o->hit_out, sizeof(hs->o->hit_out), comm,
+		    strcspn(comm, " "));
+}
+
+/*
+ * Wait for the holder and the victim to end, noting when the workload's
+ * first OOM kill came (memory.events, which notifies its readers).  Under
+ * a global limit of 0 any of this may fail with ENOMEM: it is retried.
+ */
+static void wait_workload(pid_t holder, pid_t victim, struct outcome *o)
+{
+	struct pollfd pfd[3] = {
+		{ .fd = cg_open(workload, "memory.events", O_RDONLY),
+		  .events = POLLPRI },
+		{ .fd = syscall(SYS_pidfd_open, holder, 0), .events = POLLIN },
+		{ .fd = syscall(SYS_pidfd_open, victim, 0), .events = POLLIN },
+	};
+	double start = now_s();
+	int *status[3] = { NULL, &o->holder_status, &o->victim_status };
+	pid_t pids[3] = { 0, holder, victim };
+	char buf[1024], *p;
+	int left = 2, i;
+	ssize_t len;
+
+	o->first_kill = -1;
+	if (pfd[0].fd < 0 || pfd[1].fd < 0 || pfd[2].fd < 0)
+		ksft_exit_fail_msg("memory.events or pidfd_open: %s\n",
+				   strerror(errno));
+	while (left) {
+		poll(pfd, 3, 100);
+		len = pread(pfd[0].fd, buf, sizeof(buf) - 1, 0);
+		if (o->first_kill < 0 && len > 0) {
+			buf[len] = '\0';
+			p = strstr(buf, "oom_kill ");
+			if (p && strtol(p + strlen("oom_kill "), NULL, 10) > 0)
+				o->first_kill = now_s();
+		}
+		for (i = 1; i < 3; i++) {
+			if (pfd[i].fd < 0 || !(pfd[i].revents & POLLIN))
+				continue;
+			if (waitpid(pids[i], status[i], 0) != pids[i])
+				continue;
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			o->end = now_s();
+			left--;
+		}
+		if (left && !o->hung && now_s() - start > RUN_TIMEOUT_S) {
+			o->hung = true;
+			kill(holder, SIGKILL);
+			kill(victim, SIGKILL);
+		}
+	}
+	close(pfd[0].fd);
+}
+
+/* Which bystanders ran on after the OOM, which were killed; then end them. */
+static void bystanders_collect(pid_t *pids, struct outcome *o)
+{
+	long before[BYSTANDERS];
+	int i, status;
+
+	memcpy(before, sh->beats, sizeof(before));
+	usleep(300000);
+	for (i = 0; i < BYSTANDERS; i++) {
+		if (waitpid(pids[i], &status, WNOHANG) == pids[i])
+			o->bystanders_killed += WIFSIGNALED(status) &&
+						WTERMSIG(status) == SIGKILL;
+		else if (sh->beats[i] > before[i])
+			o->bystanders_ran_on++;
+	}
+	for (i = 0; i < BYSTANDERS; i++) {
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+static void run_once(const struct run *r, struct outcome *o)
+{
+	pid_t holder, victim, bystanders[BYSTANDERS];
+	long kills_before, kills_after;
+	struct kill_scan ks;
+	struct hit_scan hs;
+	struct stat st;
+	int i, kmsg;
+	char c;
+
+	workload_create(r);
+	if (stat(workload, &st))
+		ksft_exit_fail_msg("%s: %s\n", workload, strerror(errno));
+	memset(sh, 0, sizeof(*sh));
+	lock_fd = memfd_create("locked-inode", 0);
+	if (lock_fd < 0 || pipe(ready) || pipe(go))
+		ksft_exit_fail_msg("memfd or pipe: %s\n", strerror(errno));
+
+	victim = cg_run_nowait(workload, victim_main, NULL);
+	for (i = 0; i < BYSTANDERS; i++)
+		bystanders[i] = cg_run_nowait(workload, bystander_main,
+					      (void *)(long)i);
+	close(ready[1]);
+	for (i = 0; i < BYSTANDERS + 1; i++)
+		if (read(ready[0], &c, 1) != 1)
+			ksft_exit_fail_msg("a workload task died while starting\n");
+
+	/* Throttle the holder inside its call, then queue the victim. */
+	if (cg_write(workload, "memory.high", "0"))
+		ksft_exit_fail_msg("cannot write memory.high\n");
+	holder = cg_run_nowait(workload, holder_main, NULL);
+	o->set_up = wait_in_fallocate("holder", holder, 0, HOLDER_FRAME);
+	if (write(go[1], "g", 1) != 1)
+		ksft_exit_fail_msg("cannot start the victim\n");
+	o->set_up = o->set_up &&
+		    wait_in_fallocate("victim", victim, 'D', VICTIM_FRAME);
+	ksft_print_msg("%s %s%s: %s\n", r->name, r->policy,
+		       r->via_sysctl ? " (sysctl)" : "",
+		       o->set_up ? "in fallocate(), the holder sleeps at " HOLDER_FRAME
+				   " with the lock, the victim in D at " VICTIM_FRAME
+				   " on it" :
+				   "the holder or the victim never got to its place: the run proves nothing");
+
+	kills_before = vmstat("oom_kill");
+	kmsg = kmsg_mark();
+	trace_start();
+	if (r->via_sysctl && retry_sysctl_set(r->policy))
+		ksft_exit_fail_msg("cannot set the sysctl to %s\n", r->policy);
+	/* Let the OOM come. */
+	if (cg_write(workload, "memory.high", "max"))
+		ksft_exit_fail_msg("cannot write memory.high\n");
+	wait_workload(holder, victim, o);
+	o->first_kill_to_end_s = o->first_kill < 0 ? -1 : o->end - o->first_kill;
+	o->holder_returned = sh->holder_returned;
+	o->holder_errno = sh->holder_errno;
+	o->holder_s = sh->holder_end - o->first_kill;
+	if (r->via_sysctl && retry_sysctl_set("-1"))
+		ksft_exit_fail_msg("cannot reset the sysctl\n");
+	bystanders_collect(bystanders, o);
+
+	kills_after = vmstat("oom_kill");
+	o->oom = cg_event(workload, "memory.events", "oom");
+	o->oom_kill = cg_event(workload, "memory.events", "oom_kill");
+	o->alloc_retry_fail = cg_event(workload, "memory.events",
+				       "alloc_retry_fail");
+	o->kills_in = o->oom_kill;
+	o->kills_out = kills_after - kills_before - o->oom_kill;
+	ks = (struct kill_scan){ cg_kernel_path(workload), o->killed_out,
+				 sizeof(o->killed_out) };
+	kmsg_for_each(kmsg, scan_kill, &ks);
+	hs = (struct hit_scan){ st.st_ino, o };
+	if (trace_for_each(scan_hit, &hs))
+		ksft_exit_fail_msg("cannot read the trace buffer\n");
+
+	close(ready[0]);
+	close(go[0]);
+	close(go[1]);
+	close(lock_fd);
+	if (cg_destroy(workload))
+		ksft_print_msg("rmdir %s: %s\n", workload, strerror(errno));
+}
+
+/* How a task that was waited for ended, as the table says it. */
+static const char *ending(int status)
+{
+	if (WIFSIGNALED(status))
+		return WTERMSIG(status) == SIGKILL ? "killed" : "signalled";
+	return "exited";
+}
+
+static void holder_said(const struct outcome *o, char *buf, size_t size)
+{
+	if (o->hung)
+		snprintf(buf, size, "did not end in %d s", RUN_TIMEOUT_S);
+	else if (!o->holder_returned)
+		snprintf(buf, size, "%s", ending(o->holder_status));
+	else if (o->first_kill < 0)
+		snprintf(buf, size, "%s, before any kill",
+			 o->holder_errno ? strerrorname_np(o->holder_errno) :
+					   "0");
+	else
+		snprintf(buf, size, "%s %.2f s after the first kill",
+			 o->holder_errno ? strerrorname_np(o->holder_errno) :
+					   "0", o->holder_s);
+}
+
+/* The table so far, as Markdown and as JSON: rewritten after each run. */
+static void table_write(void)
+{
+	const char *dir = getenv("ALLOC_TEST_RESULTS");
+	char path[PATH_MAX];
+	FILE *md, *js;
+	size_t i;
+
+	if (!dir)
+		return;
+	snprintf(path, sizeof(path), "%s/lockup", dir);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/lockup/lockup.md", dir);
+	md = fopen(path, "w");
+	snprintf(path, sizeof(path), "%s/lockup/lockup.json", dir);
+	js = fopen(path, "w");
+	if (!md || !js)
+		ksft_exit_fail_msg("cannot write %s: %s\n", path,
+				   strerror(errno));
+	fprintf(md, "| OOM | limit | set through | kills in the workload | kills outside | holder's fallocate() | victim | bystanders ran on | first kill to end | oom events | alloc_retry_fail | limit hits outside |\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(js, "[\n");
+	for (i = 0; i < runs_done; i++) {
+		const struct run *r = &runs[i];
+		const struct outcome *o = &outcomes[i];
+		char said[64], took[32];
+
+		holder_said(o, said, sizeof(said));
+		if (o->first_kill_to_end_s < 0)
+			snprintf(took, sizeof(took), "no kill");
+		else
+			snprintf(took, sizeof(took), "%.2f s",
+				 o->first_kill_to_end_s);
+		fprintf(md, "| %s | %s | %s | %ld | %ld%s%s%s | %s | %s | %d of %d | %s | %ld | %ld | %d%s%s%s |\n",
+			r->name, r->policy,
+			r->via_sysctl ? "vm.retry_allocation_attempts" :
+					"memory.alloc_retries",
+			o->kills_in, o->kills_out,
+			o->kills_out ? " (" : "", o->killed_out,
+			o->kills_out ? ")" : "", said,
+			ending(o->victim_status), o->bystanders_ran_on,
+			BYSTANDERS, took, o->oom, o->alloc_retry_fail,
+			o->hits_out, o->hits_out ? " (" : "", o->hit_out,
+			o->hits_out ? ")" : "");
+		fprintf(js, "  {\"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder\": \"%s\", \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\"}%s\n",
+			r->name, r->policy,
+			r->via_sysctl ? "sysctl" : "cgroup",
+			o->set_up ? "true" : "false",
+			o->hung ? "true" : "false", o->kills_in, o->kills_out,
+			o->killed_out, said, ending(o->victim_status),
+			BYSTANDERS, o->bystanders_ran_on,
+			o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
+			o->hits_out, o->hit_out,
+			i + 1 < runs_done ? "," : "");
+	}
+	fprintf(js, "]\n");
+	fclose(md);
+	fclose(js);
+}
+
+/* Run the @i-th scenario, report it and add it to the table. */
+static struct outcome *run_scenario(size_t i)
+{
+	const struct run *r = &runs[i];
+	struct outcome *o = &outcomes[i];
+	char said[64];
+
+	run_once(r, o);
+	runs_done = i + 1;
+	holder_said(o, said, sizeof(said));
+	ksft_print_msg("%s %s%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s\n",
+		       r->name, r->policy, r->via_sysctl ? " (sysctl)" : "",
+		       o->kills_in, o->kills_out, o->kills_out ? ": " : "",
+		       o->killed_out, said, ending(o->victim_status),
+		       o->bystanders_ran_on, BYSTANDERS,
+		       o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
+		       o->hits_out, o->hits_out ? ": " : "", o->hit_out);
+	table_write();
+	return o;
+}
+
+/* Without a limit the lockup is there: the killing goes past the victim. */
+static int reproduces(size_t i)
+{
+	struct outcome *o = run_scenario(i);
+
+	return o->set_up && !o->hung && o->kills_in > 1 ? KSFT_PASS :
+							   KSFT_FAIL;
+}
+
+/* A per-cgroup limit fails nothing outside its cgroup. */
+static bool contained(size_t i, const struct outcome *o)
+{
+	return runs[i].via_sysctl || o->hits_out == 0;
+}
+
+/*
+ * With a limit it is gone: one kill, the victim's; every bystander runs
+ * on; the holder's call fails with ENOMEM and is counted.
+ */
+static int resolved(size_t i)
+{
+	struct outcome *o = run_scenario(i);
+	bool ok = o->set_up && !o->hung && contained(i, o);
+
+	ok = ok && o->kills_in == 1 && WIFSIGNALED(o->victim_status);
+	ok = ok && o->bystanders_ran_on == BYSTANDERS;
+	ok = ok && o->holder_returned && o->holder_errno == ENOMEM;
+	ok = ok && o->alloc_retry_fail >= 1;
+	return ok ? KSFT_PASS : KSFT_FAIL;
+}
+
+/*
+ * Global OOM with a limit above 0: each page of the holder's call meets
+ * the OOM stage at most once before a page reclaimed from others' page
+ * cache lets it through, so the count starts again with the next page and
+ * a limit of N >= 1 is never reached (Documentation/oom-lockup.md).  What
+ * must hold is that the run ends and the limit stays in its cgroup.
+ */
+static int ends_contained(size_t i)
+{
+	struct outcome *o = run_scenario(i);
+
+	return o->set_up && !o->hung && contained(i, o) ? KSFT_PASS :
+							  KSFT_FAIL;
+}
+
+static int test_memcg_oom_without_limit_kills_past_the_victim(void)
+{
+	return reproduces(0);
+}
+
+static int test_memcg_oom_cgroup_limit_0_kills_only_the_victim(void)
+{
+	return resolved(1);
+}
+
+static int test_memcg_oom_cgroup_limit_n_kills_only_the_victim(void)
+{
+	return resolved(2);
+}
+
+static int test_global_oom_cgroup_limit_0_kills_only_the_victim(void)
+{
+	return resolved(3);
+}
+
+static int test_global_oom_cgroup_limit_n_stays_in_its_cgroup(void)
+{
+	return ends_contained(4);
+}
+
+static int test_global_oom_sysctl_0_kills_only_the_victim(void)
+{
+	return resolved(5);
+}
+
+static int test_global_oom_sysctl_n_ends(void)
+{
+	return ends_contained(6);
+}
+
+static int test_global_oom_without_limit_kills_past_the_victim(void)
+{
+	return reproduces(7);
+}
+
+static const struct test_case tests[] = {
+	TEST_CASE(test_memcg_oom_without_limit_kills_past_the_victim),
+	TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_only_the_victim),
+	TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_only_the_victim),
+	TEST_CASE(test_global_oom_cgroup_limit_0_kills_only_the_victim),
+	TEST_CASE(test_global_oom_cgroup_limit_n_stays_in_its_cgroup),
+	TEST_CASE(test_global_oom_sysctl_0_kills_only_the_victim),
+	TEST_CASE(test_global_oom_sysctl_n_ends),
+	TEST_CASE(test_global_oom_without_limit_kills_past_the_victim),
+};
+
+int main(void)
+{
+	root = test_cgroup_root();
+	workload = cg_name(root, "lockup");
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	memset(sh, 0, sizeof(*sh));
+	/* The test must outlive the killing it sets off. */
+	set_oom_score_adj(-1000);
+	run_tests(tests, ARRAY_SIZE(tests));
+}
