@@ -9,7 +9,9 @@
  * reaper cannot free, and it is blocked on the same inode lock, in its own
  * fallocate(), before the OOM comes.  Killed, it cannot exit until the
  * holder drops the lock.  Six bystanders keep 8 MiB each and run on.  All
- * of them share one workload cgroup.
+ * of them share one workload cgroup.  Outside it, a neighbour stands for a
+ * system service: it makes small allocations in system calls all along,
+ * and a limit that fails one of them has reached past the workload.
  *
  * With no limit the holder waits for the OOM killer, which waits for the
  * victim, which waits for the holder.  The OOM reaper breaks that circle
@@ -22,6 +24,13 @@
  * memory), with the limit set through memory.alloc_retries or, for global
  * OOM, vm.retry_allocation_attempts.  Every run is a row of the table in
  * $ALLOC_TEST_RESULTS/lockup/{lockup.md,lockup.json}, which make demo shows.
+ *
+ * A limit above 0 is a time budget under global OOM: each retry after an
+ * OOM pass first goes through MAX_RECLAIM_RETRIES rounds of direct
+ * reclaim, and the OOM reaper gives up on the unreapable victim after
+ * OOM_REAPER_DELAY, when the killer moves on.  Whether N + 1 passes fit in
+ * that delay depends on the machine, so for global OOM with N > 0 the test
+ * asserts a coherent ending, not which one (Documentation/oom-lockup.md).
  *
  * The order of events is forced, not hoped for: memory.high=0 throttles
  * the holder inside its call, lock held, while the victim queues on the
@@ -56,7 +65,7 @@
 #define MEMCG_MAX	"160M"
 /* More than the guest has: the holder's call ends only by failing. */
 #define HOLDER_BYTES	(1L << 30)
-/* The small N, beside 0 and max. */
+/* The small N, beside 0 and max; for global OOM 1 as well. */
 #define SMALL_N		"3"
 /* A run that has not ended by then has locked up. */
 #define RUN_TIMEOUT_S	120
@@ -68,7 +77,7 @@
 struct run {
 	const char *name;
 	bool memcg;		/* memcg OOM, else global OOM */
-	const char *policy;	/* "max", "0" or SMALL_N */
+	const char *policy;	/* "max", "0", "1" or SMALL_N */
 	bool via_sysctl;	/* the limit is the sysctl's, not the cgroup's */
 };
 
@@ -78,6 +87,8 @@ struct shared {
 	int holder_returned;
 	double holder_end;	/* when the call returned, now_s() */
 	long beats[BYSTANDERS];	/* rounds over its memory, per bystander */
+	long neighbour_rounds;	/* pipe fillings by the neighbour */
+	long neighbour_enomem;	/* of its writes that failed with ENOMEM */
 };
 
 struct outcome {
@@ -94,11 +105,12 @@ struct outcome {
 	double first_kill_to_end_s;	/* -1 if nothing was killed */
 	long oom, oom_kill, alloc_retry_fail;	/* workload's memory.events */
 	int hits_out;		/* limit failures outside the workload */
+	long neighbour_rounds, neighbour_enomem;
 	char hit_out[256];	/* their tasks */
 };
 
 static const char *root;
-static char *workload;
+static char *workload, *neighbour;
 static struct shared *sh;
 static int lock_fd, ready[2], go[2];
 
@@ -107,6 +119,7 @@ static const struct run runs[] = {
 	{ "memcg", true, "0", false },
 	{ "memcg", true, SMALL_N, false },
 	{ "global", false, "0", false },
+	{ "global", false, "1", false },
 	{ "global", false, SMALL_N, false },
 	{ "global", false, "0", true },
 	{ "global", false, SMALL_N, true },
@@ -169,6 +182,34 @@ static int bystander_main(const char *cgroup, void *arg)
 			mem[i]++;
 		sh->beats[n]++;
 		usleep(50000);
+	}
+}
+
+/*
+ * Fill a pipe and empty it, again and again: each write but the first of
+ * a filling allocates a fresh page (the pipe keeps one spare), in a system
+ * call that can return ENOMEM.  oom_score_adj -1000, as the OOM killer is
+ * not to take it: what it shows is whose allocations a limit fails.
+ */
+static int neighbour_main(const char *cgroup, void *arg)
+{
+	char page[PAGE] = { 1 };
+	int fds[2], i;
+
+	set_oom_score_adj(-1000);
+	if (pipe2(fds, O_NONBLOCK))
+		return 2;
+	say_ready();
+	for (;;) {
+		for (i = 0; i < 16; i++)
+			if (write(fds[1], page, PAGE) < 0) {
+				sh->neighbour_enomem += errno == ENOMEM;
+				break;
+			}
+		while (read(fds[0], page, PAGE) > 0)
+			;
+		sh->neighbour_rounds++;
+		usleep(2000);
 	}
 }
 
@@ -388,7 +429,7 @@ static void bystanders_collect(pid_t *pids, struct outcome *o)
 
 static void run_once(const struct run *r, struct outcome *o)
 {
-	pid_t holder, victim, bystanders[BYSTANDERS];
+	pid_t holder, victim, bystanders[BYSTANDERS], outside;
 	long kills_before, kills_after;
 	struct kill_scan ks;
 	struct hit_scan hs;
@@ -409,7 +450,8 @@ static void run_once(const struct run *r, struct outcome *o)
 		bystanders[i] = cg_run_nowait(workload, bystander_main,
 					      (void *)(long)i);
 	close(ready[1]);
-	for (i = 0; i < BYSTANDERS + 1; i++)
+	outside = cg_run_nowait(neighbour, neighbour_main, NULL);
+	for (i = 0; i < BYSTANDERS + 2; i++)
 		if (read(ready[0], &c, 1) != 1)
 			ksft_exit_fail_msg("a workload task died while starting\n");
 
@@ -445,6 +487,10 @@ static void run_once(const struct run *r, struct outcome *o)
 	if (r->via_sysctl && retry_sysctl_set("-1"))
 		ksft_exit_fail_msg("cannot reset the sysctl\n");
 	bystanders_collect(bystanders, o);
+	kill(outside, SIGKILL);
+	waitpid(outside, NULL, 0);
+	o->neighbour_rounds = sh->neighbour_rounds;
+	o->neighbour_enomem = sh->neighbour_enomem;
 
 	kills_after = vmstat("oom_kill");
 	o->oom = cg_event(workload, "memory.events", "oom");
@@ -511,8 +557,8 @@ static void table_write(void)
 	if (!md || !js)
 		ksft_exit_fail_msg("cannot write %s: %s\n", path,
 				   strerror(errno));
-	fprintf(md, "| OOM | limit | set through | kills in the workload | kills outside | holder's fallocate() | victim | bystanders ran on | first kill to end | oom events | alloc_retry_fail | limit hits outside |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+	fprintf(md, "| OOM | limit | set through | kills in the workload | kills outside | holder's fallocate() | victim | bystanders ran on | first kill to end | oom events | alloc_retry_fail | limit hits outside | neighbour's ENOMEM |\n");
+	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	fprintf(js, "[\n");
 	for (i = 0; i < runs_done; i++) {
 		const struct run *r = &runs[i];
@@ -525,7 +571,7 @@ static void table_write(void)
 		else
 			snprintf(took, sizeof(took), "%.2f s",
 				 o->first_kill_to_end_s);
-		fprintf(md, "| %s | %s | %s | %ld | %ld%s%s%s | %s | %s | %d of %d | %s | %ld | %ld | %d%s%s%s |\n",
+		fprintf(md, "| %s | %s | %s | %ld | %ld%s%s%s | %s | %s | %d of %d | %s | %ld | %ld | %d%s%s%s | %ld |\n",
 			r->name, r->policy,
 			r->via_sysctl ? "vm.retry_allocation_attempts" :
 					"memory.alloc_retries",
@@ -535,8 +581,8 @@ static void table_write(void)
 			ending(o->victim_status), o->bystanders_ran_on,
 			BYSTANDERS, took, o->oom, o->alloc_retry_fail,
 			o->hits_out, o->hits_out ? " (" : "", o->hit_out,
-			o->hits_out ? ")" : "");
-		fprintf(js, "  {\"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder\": \"%s\", \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\"}%s\n",
+			o->hits_out ? ")" : "", o->neighbour_enomem);
+		fprintf(js, "  {\"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder\": \"%s\", \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
 			r->name, r->policy,
 			r->via_sysctl ? "sysctl" : "cgroup",
 			o->set_up ? "true" : "false",
@@ -544,8 +590,8 @@ static void table_write(void)
 			o->killed_out, said, ending(o->victim_status),
 			BYSTANDERS, o->bystanders_ran_on,
 			o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
-			o->hits_out, o->hit_out,
-			i + 1 < runs_done ? "," : "");
+			o->hits_out, o->hit_out, o->neighbour_rounds,
+			o->neighbour_enomem, i + 1 < runs_done ? "," : "");
 	}
 	fprintf(js, "]\n");
 	fclose(md);
@@ -562,13 +608,14 @@ static struct outcome *run_scenario(size_t i)
 	run_once(r, o);
 	runs_done = i + 1;
 	holder_said(o, said, sizeof(said));
-	ksft_print_msg("%s %s%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s\n",
+	ksft_print_msg("%s %s%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings\n",
 		       r->name, r->policy, r->via_sysctl ? " (sysctl)" : "",
 		       o->kills_in, o->kills_out, o->kills_out ? ": " : "",
 		       o->killed_out, said, ending(o->victim_status),
 		       o->bystanders_ran_on, BYSTANDERS,
 		       o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
-		       o->hits_out, o->hits_out ? ": " : "", o->hit_out);
+		       o->hits_out, o->hits_out ? ": " : "", o->hit_out,
+		       o->neighbour_enomem, o->neighbour_rounds);
 	table_write();
 	return o;
 }
@@ -585,7 +632,8 @@ static int reproduces(size_t i)
 /* A per-cgroup limit fails nothing outside its cgroup. */
 static bool contained(size_t i, const struct outcome *o)
 {
-	return runs[i].via_sysctl || o->hits_out == 0;
+	return runs[i].via_sysctl ||
+	       (o->hits_out == 0 && o->neighbour_enomem == 0);
 }
 
 /*
@@ -605,18 +653,30 @@ static int resolved(size_t i)
 }
 
 /*
- * Global OOM with a limit above 0: each page of the holder's call meets
- * the OOM stage at most once before a page reclaimed from others' page
- * cache lets it through, so the count starts again with the next page and
- * a limit of N >= 1 is never reached (Documentation/oom-lockup.md).  What
- * must hold is that the run ends and the limit stays in its cgroup.
+ * Global OOM with a limit above 0 (see the top of this file): the run must
+ * end, the limit must stay in its cgroup, and the ending must be one of the
+ * two there are.  Either the limit was reached before the OOM reaper gave
+ * up on the victim (the holder's call failed with ENOMEM, counted, and the
+ * victim was killed) or it was not, and the lockup played out as without a
+ * limit (the holder was killed after others, and nothing was counted).
  */
 static int ends_contained(size_t i)
 {
 	struct outcome *o = run_scenario(i);
+	bool failed_in_time, played_out;
 
-	return o->set_up && !o->hung && contained(i, o) ? KSFT_PASS :
-							  KSFT_FAIL;
+	failed_in_time = o->holder_returned && o->holder_errno == ENOMEM &&
+			 o->alloc_retry_fail >= 1 && o->kills_in >= 1 &&
+			 WIFSIGNALED(o->victim_status);
+	played_out = !o->holder_returned && WIFSIGNALED(o->holder_status) &&
+		     o->kills_in > 1 && o->alloc_retry_fail == 0;
+	ksft_print_msg("%s %s%s: %s\n", runs[i].name, runs[i].policy,
+		       runs[i].via_sysctl ? " (sysctl)" : "",
+		       failed_in_time ? "the limit was reached before the reaper gave up on the victim" :
+		       played_out ? "the reaper gave up on the victim first: the lockup played out" :
+				    "neither ending");
+	return o->set_up && !o->hung && contained(i, o) &&
+	       (failed_in_time || played_out) ? KSFT_PASS : KSFT_FAIL;
 }
 
 static int test_memcg_oom_without_limit_kills_past_the_victim(void)
@@ -639,24 +699,29 @@ static int test_global_oom_cgroup_limit_0_kills_only_the_victim(void)
 	return resolved(3);
 }
 
-static int test_global_oom_cgroup_limit_n_stays_in_its_cgroup(void)
+static int test_global_oom_cgroup_limit_1_ends_in_its_cgroup(void)
 {
 	return ends_contained(4);
 }
 
+static int test_global_oom_cgroup_limit_n_ends_in_its_cgroup(void)
+{
+	return ends_contained(5);
+}
+
 static int test_global_oom_sysctl_0_kills_only_the_victim(void)
 {
-	return resolved(5);
+	return resolved(6);
 }
 
 static int test_global_oom_sysctl_n_ends(void)
 {
-	return ends_contained(6);
+	return ends_contained(7);
 }
 
 static int test_global_oom_without_limit_kills_past_the_victim(void)
 {
-	return reproduces(7);
+	return reproduces(8);
 }
 
 static const struct test_case tests[] = {
@@ -664,7 +729,8 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_only_the_victim),
 	TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_only_the_victim),
 	TEST_CASE(test_global_oom_cgroup_limit_0_kills_only_the_victim),
-	TEST_CASE(test_global_oom_cgroup_limit_n_stays_in_its_cgroup),
+	TEST_CASE(test_global_oom_cgroup_limit_1_ends_in_its_cgroup),
+	TEST_CASE(test_global_oom_cgroup_limit_n_ends_in_its_cgroup),
 	TEST_CASE(test_global_oom_sysctl_0_kills_only_the_victim),
 	TEST_CASE(test_global_oom_sysctl_n_ends),
 	TEST_CASE(test_global_oom_without_limit_kills_past_the_victim),
@@ -674,6 +740,10 @@ int main(void)
 {
 	root = test_cgroup_root();
 	workload = cg_name(root, "lockup");
+	neighbour = cg_name(root, "neighbour");
+	cg_destroy(neighbour);
+	if (cg_create(neighbour))
+		ksft_exit_fail_msg("cannot create %s\n", neighbour);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
