@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -137,10 +138,16 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * Tell the test this task is in place, and let go of the pipe: if another
+ * task dies before it gets here, the test's read sees the end of the pipe
+ * instead of waiting for ever.
+ */
 static void say_ready(void)
 {
 	if (write(ready[1], "r", 1) != 1)
 		_exit(3);
+	close(ready[1]);
 }
 
 /* Fault in 64 MiB of a memfd: shared memory, which the reaper skips. */
@@ -149,6 +156,7 @@ static int victim_main(const char *cgroup, void *arg)
 	int fd = memfd_create("unreapable", 0);
 	char *mem, c;
 
+	prctl(PR_SET_NAME, "victim");
 	set_oom_score_adj(1000);
 	if (fd < 0 || ftruncate(fd, VICTIM_BYTES))
 		return 2;
@@ -171,6 +179,7 @@ static int bystander_main(const char *cgroup, void *arg)
 	long n = (long)arg, i;
 	volatile char *mem = malloc(BYSTANDER_BYTES);
 
+	prctl(PR_SET_NAME, "bystander");
 	set_oom_score_adj(0);
 	if (!mem)
 		return 2;
@@ -196,6 +205,7 @@ static int neighbour_main(const char *cgroup, void *arg)
 	char page[PAGE] = { 1 };
 	int fds[2], i;
 
+	prctl(PR_SET_NAME, "neighbour");
 	set_oom_score_adj(-1000);
 	if (pipe2(fds, O_NONBLOCK))
 		return 2;
@@ -218,6 +228,7 @@ static int holder_main(const char *cgroup, void *arg)
 {
 	int ret;
 
+	prctl(PR_SET_NAME, "holder");
 	set_oom_score_adj(0);
 	ret = fallocate(lock_fd, 0, 0, HOLDER_BYTES);
 	sh->holder_errno = ret ? errno : 0;
@@ -449,11 +460,11 @@ static void run_once(const struct run *r, struct outcome *o)
 	for (i = 0; i < BYSTANDERS; i++)
 		bystanders[i] = cg_run_nowait(workload, bystander_main,
 					      (void *)(long)i);
-	close(ready[1]);
 	outside = cg_run_nowait(neighbour, neighbour_main, NULL);
+	close(ready[1]);
 	for (i = 0; i < BYSTANDERS + 2; i++)
 		if (read(ready[0], &c, 1) != 1)
-			ksft_exit_fail_msg("a workload task died while starting\n");
+			ksft_exit_fail_msg("a task died while starting\n");
 
 	/* Throttle the holder inside its call, then queue the victim. */
 	if (cg_write(workload, "memory.high", "0"))
