@@ -197,7 +197,9 @@ static int bystander_main(const char *cgroup, void *arg)
 /*
  * Fill a pipe and empty it, again and again: each write but the first of
  * a filling allocates a fresh page (the pipe keeps one spare), in a system
- * call that can return ENOMEM.  oom_score_adj -1000, as the OOM killer is
+ * call that can return ENOMEM.  A failed write is retried, the pages in
+ * the pipe kept: were they freed, they would feed the holder and change
+ * the run they are to observe.  oom_score_adj -1000, as the OOM killer is
  * not to take it: what it shows is whose allocations a limit fails.
  */
 static int neighbour_main(const char *cgroup, void *arg)
@@ -211,11 +213,12 @@ static int neighbour_main(const char *cgroup, void *arg)
 		return 2;
 	say_ready();
 	for (;;) {
-		for (i = 0; i < 16; i++)
-			if (write(fds[1], page, PAGE) < 0) {
-				sh->neighbour_enomem += errno == ENOMEM;
-				break;
+		for (i = 0; i < 16; i++) {
+			while (write(fds[1], page, PAGE) < 0 && errno == ENOMEM) {
+				sh->neighbour_enomem++;
+				usleep(2000);
 			}
+		}
 		while (read(fds[0], page, PAGE) > 0)
 			;
 		sh->neighbour_rounds++;
