@@ -675,10 +675,10 @@ static int resolved(size_t i)
  * Global OOM with a limit (see the top of this file): the run must end,
  * the limit must stay in its cgroup, and the ending must be one of the two
  * there are.  Either the limit fired (the holder's call failed with ENOMEM,
- * counted, and the victim was killed; at once if the holder's passes came
- * before the reaper gave up on the victim, else after more kills) or it
- * did not, and the lockup played out as without a limit (the holder was
- * killed after others, and nothing was counted).
+ * counted, and the victim was killed; at the first kill if the holder's
+ * passes came in time, else after more kills) or it did not, and the
+ * lockup played out as without a limit (the holder was killed after
+ * others, and nothing was counted).
  */
 static int ends_contained(size_t i)
 {
@@ -692,9 +692,9 @@ static int ends_contained(size_t i)
 		     o->kills_in > 1 && o->alloc_retry_fail == 0;
 	ksft_print_msg("%s %s%s: %s\n", runs[i].name, runs[i].policy,
 		       runs[i].via_sysctl ? " (sysctl)" : "",
-		       fired && o->kills_in == 1 ? "the limit fired before the reaper gave up on the victim: lockup resolved" :
-		       fired ? "the limit fired, but only after the reaper gave up on the victim" :
-		       played_out ? "the reaper gave up on the victim first: the lockup played out" :
+		       fired && o->kills_in == 1 ? "the limit fired at the first kill: the lockup is resolved" :
+		       fired ? "the limit fired, but only after more than one kill" :
+		       played_out ? "the limit never fired: the lockup played out" :
 				    "neither ending");
 	return o->set_up && !o->hung && contained(i, o) &&
 	       (fired || played_out) ? KSFT_PASS : KSFT_FAIL;
