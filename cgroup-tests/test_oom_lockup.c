@@ -80,11 +80,16 @@
 #define HOLDER_FRAME	"mem_cgroup_handle_over_high+"
 #define VICTIM_FRAME	"shmem_fallocate+"
 
+struct outcome;
+
 struct run {
+	const char *test;	/* the TAP test case */
 	const char *name;
 	bool memcg;		/* memcg OOM, else global OOM */
 	const char *policy;	/* "max", "0", "1" or SMALL_N */
 	bool via_sysctl;	/* the limit is the sysctl's, not the cgroup's */
+	/* What must hold of the outcome: KSFT_PASS or KSFT_FAIL. */
+	int (*check)(const struct run *r, const struct outcome *o);
 };
 
 /* Written by the workload's tasks, read by the test. */
@@ -103,13 +108,13 @@ struct outcome {
 	int holder_status, victim_status;
 	bool holder_returned;	/* from fallocate(), not killed in it */
 	int holder_errno;
-	double holder_s;	/* from the first kill to its return */
-	long kills_in, kills_out;
+	double holder_end;	/* when it returned, now_s() */
+	long kills_in;		/* oom_kill of the workload's memory.events */
+	long kills_out;
 	char killed_out[256];	/* names of the tasks killed outside */
-	int bystanders_ran_on, bystanders_killed;
+	int bystanders_ran_on;
 	double first_kill, end;	/* now_s() of those; first_kill -1: none */
-	double first_kill_to_end_s;	/* -1 if nothing was killed */
-	long oom, oom_kill, alloc_retry_fail;	/* workload's memory.events */
+	long oom, alloc_retry_fail;	/* workload's memory.events */
 	int hits_out;		/* limit failures outside the workload */
 	long neighbour_rounds, neighbour_enomem;
 	char hit_out[256];	/* their tasks */
@@ -120,20 +125,49 @@ static char *workload, *neighbour;
 static struct shared *sh;
 static int lock_fd, ready[2], go[2];
 
+static int reproduces(const struct run *r, const struct outcome *o);
+static int resolved(const struct run *r, const struct outcome *o);
+static int ends_contained(const struct run *r, const struct outcome *o);
+
 static const struct run runs[] = {
-	{ "memcg", true, "max", false },
-	{ "memcg", true, "0", false },
-	{ "memcg", true, SMALL_N, false },
-	{ "global", false, "0", false },
-	{ "global", false, "1", false },
-	{ "global", false, SMALL_N, false },
-	{ "global", false, "0", true },
-	{ "global", false, SMALL_N, true },
-	{ "global", false, "max", false },
+	{ "test_memcg_oom_without_limit_kills_past_the_victim",
+	  "memcg", true, "max", false, reproduces },
+	{ "test_memcg_oom_cgroup_limit_0_kills_only_the_victim",
+	  "memcg", true, "0", false, resolved },
+	{ "test_memcg_oom_cgroup_limit_n_kills_only_the_victim",
+	  "memcg", true, SMALL_N, false, resolved },
+	{ "test_global_oom_cgroup_limit_0_ends_in_its_cgroup",
+	  "global", false, "0", false, ends_contained },
+	{ "test_global_oom_cgroup_limit_1_ends_in_its_cgroup",
+	  "global", false, "1", false, ends_contained },
+	{ "test_global_oom_cgroup_limit_n_ends_in_its_cgroup",
+	  "global", false, SMALL_N, false, ends_contained },
+	{ "test_global_oom_sysctl_0_ends",
+	  "global", false, "0", true, ends_contained },
+	{ "test_global_oom_sysctl_n_ends",
+	  "global", false, SMALL_N, true, ends_contained },
+	{ "test_global_oom_without_limit_kills_past_the_victim",
+	  "global", false, "max", false, reproduces },
 };
 
 static struct outcome outcomes[ARRAY_SIZE(runs)];
 static size_t runs_done;
+
+/* "global 0 (sysctl)": how the messages name a run. */
+static const char *label(const struct run *r)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s %s%s", r->name, r->policy,
+		 r->via_sysctl ? " (sysctl)" : "");
+	return buf;
+}
+
+/* Seconds from the first kill to @t; -1 if nothing was killed. */
+static double since_first_kill(const struct outcome *o, double t)
+{
+	return o->first_kill < 0 ? -1 : t - o->first_kill;
+}
 
 static double now_s(void)
 {
@@ -350,7 +384,8 @@ static void scan_kill(const char *rec, void *arg)
 		return;
 	task += strlen(",task=");
 	end = strchr(task, ',');
-	append_name(ks->names, ks->size, task, end ? end - task : 3);
+	append_name(ks->names, ks->size, task,
+		    end ? end - task : (int)strlen(task));
 }
 
 struct hit_scan {
@@ -425,21 +460,18 @@ static void wait_workload(pid_t holder, pid_t victim, struct outcome *o)
 	close(pfd[0].fd);
 }
 
-/* Which bystanders ran on after the OOM, which were killed; then end them. */
+/* Which bystanders ran on after the OOM; then end them. */
 static void bystanders_collect(pid_t *pids, struct outcome *o)
 {
 	long before[BYSTANDERS];
-	int i, status;
+	int i;
 
 	memcpy(before, sh->beats, sizeof(before));
 	usleep(300000);
-	for (i = 0; i < BYSTANDERS; i++) {
-		if (waitpid(pids[i], &status, WNOHANG) == pids[i])
-			o->bystanders_killed += WIFSIGNALED(status) &&
-						WTERMSIG(status) == SIGKILL;
-		else if (sh->beats[i] > before[i])
+	for (i = 0; i < BYSTANDERS; i++)
+		if (waitpid(pids[i], NULL, WNOHANG) != pids[i] &&
+		    sh->beats[i] > before[i])
 			o->bystanders_ran_on++;
-	}
 	for (i = 0; i < BYSTANDERS; i++) {
 		kill(pids[i], SIGKILL);
 		waitpid(pids[i], NULL, 0);
@@ -483,8 +515,7 @@ static void run_once(const struct run *r, struct outcome *o)
 		ksft_exit_fail_msg("cannot start the victim\n");
 	o->set_up = o->set_up &&
 		    wait_in_fallocate("victim", victim, 'D', VICTIM_FRAME);
-	ksft_print_msg("%s %s%s: %s\n", r->name, r->policy,
-		       r->via_sysctl ? " (sysctl)" : "",
+	ksft_print_msg("%s: %s\n", label(r),
 		       o->set_up ? "in fallocate(), the holder sleeps at " HOLDER_FRAME
 				   " with the lock, the victim in D at " VICTIM_FRAME
 				   " on it" :
@@ -499,10 +530,9 @@ static void run_once(const struct run *r, struct outcome *o)
 	if (cg_write(workload, "memory.high", "max"))
 		ksft_exit_fail_msg("cannot write memory.high\n");
 	wait_workload(holder, victim, o);
-	o->first_kill_to_end_s = o->first_kill < 0 ? -1 : o->end - o->first_kill;
 	o->holder_returned = sh->holder_returned;
 	o->holder_errno = sh->holder_errno;
-	o->holder_s = sh->holder_end - o->first_kill;
+	o->holder_end = sh->holder_end;
 	if (r->via_sysctl && retry_sysctl_set("-1"))
 		ksft_exit_fail_msg("cannot reset the sysctl\n");
 	bystanders_collect(bystanders, o);
@@ -513,11 +543,10 @@ static void run_once(const struct run *r, struct outcome *o)
 
 	kills_after = vmstat("oom_kill");
 	o->oom = cg_event(workload, "memory.events", "oom");
-	o->oom_kill = cg_event(workload, "memory.events", "oom_kill");
+	o->kills_in = cg_event(workload, "memory.events", "oom_kill");
 	o->alloc_retry_fail = cg_event(workload, "memory.events",
 				       "alloc_retry_fail");
-	o->kills_in = o->oom_kill;
-	o->kills_out = kills_after - kills_before - o->oom_kill;
+	o->kills_out = kills_after - kills_before - o->kills_in;
 	ks = (struct kill_scan){ cg_kernel_path(workload), o->killed_out,
 				 sizeof(o->killed_out) };
 	kmsg_for_each(kmsg, scan_kill, &ks);
@@ -554,7 +583,7 @@ static void holder_said(const struct outcome *o, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%s %.2f s after the first kill",
 			 o->holder_errno ? strerrorname_np(o->holder_errno) :
-					   "0", o->holder_s);
+					   "0", since_first_kill(o, o->holder_end));
 }
 
 /* The table so far, as Markdown and as JSON: rewritten after each run. */
@@ -585,11 +614,11 @@ static void table_write(void)
 		char said[64], took[32];
 
 		holder_said(o, said, sizeof(said));
-		if (o->first_kill_to_end_s < 0)
+		if (o->first_kill < 0)
 			snprintf(took, sizeof(took), "no kill");
 		else
 			snprintf(took, sizeof(took), "%.2f s",
-				 o->first_kill_to_end_s);
+				 since_first_kill(o, o->end));
 		fprintf(md, "| %s | %s | %s | %ld | %ld%s%s%s | %s | %s | %d of %d | %s | %ld | %ld | %d%s%s%s | %ld |\n",
 			r->name, r->policy,
 			r->via_sysctl ? "vm.retry_allocation_attempts" :
@@ -608,7 +637,8 @@ static void table_write(void)
 			o->hung ? "true" : "false", o->kills_in, o->kills_out,
 			o->killed_out, said, ending(o->victim_status),
 			BYSTANDERS, o->bystanders_ran_on,
-			o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
+			since_first_kill(o, o->end), o->oom,
+			o->alloc_retry_fail,
 			o->hits_out, o->hit_out, o->neighbour_rounds,
 			o->neighbour_enomem, i + 1 < runs_done ? "," : "");
 	}
@@ -617,41 +647,17 @@ static void table_write(void)
 	fclose(js);
 }
 
-/* Run the @i-th scenario, report it and add it to the table. */
-static struct outcome *run_scenario(size_t i)
-{
-	const struct run *r = &runs[i];
-	struct outcome *o = &outcomes[i];
-	char said[64];
-
-	run_once(r, o);
-	runs_done = i + 1;
-	holder_said(o, said, sizeof(said));
-	ksft_print_msg("%s %s%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings\n",
-		       r->name, r->policy, r->via_sysctl ? " (sysctl)" : "",
-		       o->kills_in, o->kills_out, o->kills_out ? ": " : "",
-		       o->killed_out, said, ending(o->victim_status),
-		       o->bystanders_ran_on, BYSTANDERS,
-		       o->first_kill_to_end_s, o->oom, o->alloc_retry_fail,
-		       o->hits_out, o->hits_out ? ": " : "", o->hit_out,
-		       o->neighbour_enomem, o->neighbour_rounds);
-	table_write();
-	return o;
-}
-
 /* Without a limit the lockup is there: the killing goes past the victim. */
-static int reproduces(size_t i)
+static int reproduces(const struct run *r, const struct outcome *o)
 {
-	struct outcome *o = run_scenario(i);
-
 	return o->set_up && !o->hung && o->kills_in > 1 ? KSFT_PASS :
 							   KSFT_FAIL;
 }
 
 /* A per-cgroup limit fails nothing outside its cgroup. */
-static bool contained(size_t i, const struct outcome *o)
+static bool contained(const struct run *r, const struct outcome *o)
 {
-	return runs[i].via_sysctl ||
+	return r->via_sysctl ||
 	       (o->hits_out == 0 && o->neighbour_enomem == 0);
 }
 
@@ -659,10 +665,9 @@ static bool contained(size_t i, const struct outcome *o)
  * With a limit it is gone: one kill, the victim's; every bystander runs
  * on; the holder's call fails with ENOMEM and is counted.
  */
-static int resolved(size_t i)
+static int resolved(const struct run *r, const struct outcome *o)
 {
-	struct outcome *o = run_scenario(i);
-	bool ok = o->set_up && !o->hung && contained(i, o);
+	bool ok = o->set_up && !o->hung && contained(r, o);
 
 	ok = ok && o->kills_in == 1 && WIFSIGNALED(o->victim_status);
 	ok = ok && o->bystanders_ran_on == BYSTANDERS;
@@ -680,9 +685,8 @@ static int resolved(size_t i)
  * lockup played out as without a limit (the holder was killed after
  * others, and nothing was counted).
  */
-static int ends_contained(size_t i)
+static int ends_contained(const struct run *r, const struct outcome *o)
 {
-	struct outcome *o = run_scenario(i);
 	bool fired, played_out;
 
 	fired = o->holder_returned && o->holder_errno == ENOMEM &&
@@ -690,75 +694,45 @@ static int ends_contained(size_t i)
 		WIFSIGNALED(o->victim_status);
 	played_out = !o->holder_returned && WIFSIGNALED(o->holder_status) &&
 		     o->kills_in > 1 && o->alloc_retry_fail == 0;
-	ksft_print_msg("%s %s%s: %s\n", runs[i].name, runs[i].policy,
-		       runs[i].via_sysctl ? " (sysctl)" : "",
+	ksft_print_msg("%s: %s\n", label(r),
 		       fired && o->kills_in == 1 ? "the limit fired at the first kill: the lockup is resolved" :
 		       fired ? "the limit fired, but only after more than one kill" :
 		       played_out ? "the limit never fired: the lockup played out" :
 				    "neither ending");
-	return o->set_up && !o->hung && contained(i, o) &&
+	return o->set_up && !o->hung && contained(r, o) &&
 	       (fired || played_out) ? KSFT_PASS : KSFT_FAIL;
 }
 
-static int test_memcg_oom_without_limit_kills_past_the_victim(void)
+/*
+ * The test case of the next run, in the order of runs[]: run it, report
+ * it, add it to the table and check its outcome.
+ */
+static int run_next(void)
 {
-	return reproduces(0);
-}
+	const struct run *r = &runs[runs_done];
+	struct outcome *o = &outcomes[runs_done];
+	char said[64];
 
-static int test_memcg_oom_cgroup_limit_0_kills_only_the_victim(void)
-{
-	return resolved(1);
+	run_once(r, o);
+	runs_done++;
+	holder_said(o, said, sizeof(said));
+	ksft_print_msg("%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings\n",
+		       label(r), o->kills_in, o->kills_out,
+		       o->kills_out ? ": " : "", o->killed_out, said,
+		       ending(o->victim_status), o->bystanders_ran_on,
+		       BYSTANDERS, since_first_kill(o, o->end), o->oom,
+		       o->alloc_retry_fail, o->hits_out,
+		       o->hits_out ? ": " : "", o->hit_out,
+		       o->neighbour_enomem, o->neighbour_rounds);
+	table_write();
+	return r->check(r, o);
 }
-
-static int test_memcg_oom_cgroup_limit_n_kills_only_the_victim(void)
-{
-	return resolved(2);
-}
-
-static int test_global_oom_cgroup_limit_0_ends_in_its_cgroup(void)
-{
-	return ends_contained(3);
-}
-
-static int test_global_oom_cgroup_limit_1_ends_in_its_cgroup(void)
-{
-	return ends_contained(4);
-}
-
-static int test_global_oom_cgroup_limit_n_ends_in_its_cgroup(void)
-{
-	return ends_contained(5);
-}
-
-static int test_global_oom_sysctl_0_ends(void)
-{
-	return ends_contained(6);
-}
-
-static int test_global_oom_sysctl_n_ends(void)
-{
-	return ends_contained(7);
-}
-
-static int test_global_oom_without_limit_kills_past_the_victim(void)
-{
-	return reproduces(8);
-}
-
-static const struct test_case tests[] = {
-	TEST_CASE(test_memcg_oom_without_limit_kills_past_the_victim),
-	TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_only_the_victim),
-	TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_only_the_victim),
-	TEST_CASE(test_global_oom_cgroup_limit_0_ends_in_its_cgroup),
-	TEST_CASE(test_global_oom_cgroup_limit_1_ends_in_its_cgroup),
-	TEST_CASE(test_global_oom_cgroup_limit_n_ends_in_its_cgroup),
-	TEST_CASE(test_global_oom_sysctl_0_ends),
-	TEST_CASE(test_global_oom_sysctl_n_ends),
-	TEST_CASE(test_global_oom_without_limit_kills_past_the_victim),
-};
 
 int main(void)
 {
+	struct test_case tests[ARRAY_SIZE(runs)];
+	size_t i;
+
 	root = test_cgroup_root();
 	workload = cg_name(root, "lockup");
 	neighbour = cg_name(root, "neighbour");
@@ -772,5 +746,7 @@ int main(void)
 	memset(sh, 0, sizeof(*sh));
 	/* The test must outlive the killing it sets off. */
 	set_oom_score_adj(-1000);
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		tests[i] = (struct test_case){ run_next, runs[i].test };
 	run_tests(tests, ARRAY_SIZE(tests));
 }
