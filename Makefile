@@ -34,6 +34,12 @@ endif
 ifeq ($(strip $(TESTS)),)
 $(error TESTS is empty; the tests are: $(ALL_TESTS))
 endif
+# Runs of each counted case of the lockup reproducer in make demo.
+LOCKUP_REPEAT ?= 20
+ifeq ($(shell [ "$(LOCKUP_REPEAT)" -ge 1 ] 2>/dev/null && [ "$(LOCKUP_REPEAT)" -le 1000 ] 2>/dev/null && echo ok),)
+$(error LOCKUP_REPEAT must be a count from 1 to 1000, not "$(LOCKUP_REPEAT)")
+endif
+export LOCKUP_REPEAT
 ifeq ($(filter auto tcg,$(ACCEL)),)
 $(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not "$(ACCEL)")
 endif
@@ -98,6 +104,9 @@ define boot
 	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) $(4) || true
 endef
 
+# test_oom_lockup runs each of its cases several times: about 8 min.
+check: export TEST_TIMEOUT = 1200
+check: export RUN_TIMEOUT = 2400
 check: kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
 	$(call boot,tests,$(BUILD)/check,$(TESTS_IN_ORDER))
@@ -107,14 +116,16 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 	@qemu/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
+# The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
+demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))
 demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
 	$(call boot,demo,$(BUILD)/demo)
 	@[ "$$(cat $(BUILD)/demo/run.status 2>/dev/null)" = ok ] || \
 		{ echo "demo: the guest did not run its job: $$(cat $(BUILD)/demo/run.status 2>/dev/null)" >&2; exit 1; }
 	@container-images/report $(BUILD)/demo/results/containers $(BUILD)/demo/report
-	@cp $(BUILD)/demo/results/lockup/lockup.md $(BUILD)/demo/results/lockup/lockup.json $(BUILD)/demo/report/
+	@cp $(BUILD)/demo/results/lockup/runs.json $(BUILD)/demo/report/lockup-runs.json
 	@echo; echo "The lockup of the 2015 RFC under each policy ($(BUILD)/demo/report/lockup.md):"
-	@cat $(BUILD)/demo/report/lockup.md
+	@qemu/lockup-report $(BUILD)/demo/report/lockup-runs.json $(BUILD)/demo/report/lockup.md
 
 shell: kernel image progs containers ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell,,shell)

@@ -17,23 +17,22 @@
  * victim, which waits for the holder.  The OOM reaper breaks that circle
  * after OOM_REAPER_DELAY by marking the victim done without freeing its
  * memory, and the killer moves on to the bystanders and at last the holder.
- * With a limit the holder's fallocate() fails with ENOMEM, frees its pages
- * and drops the lock; the victim exits and nobody else dies.
+ *
+ * With a limit of 0 the holder's allocations never invoke the OOM killer:
+ * its fallocate() fails with ENOMEM, frees its pages and drops the lock,
+ * and the victim's own fallocate() goes through.  With a limit of N they
+ * invoke it at most N times within the call, and never kill past a victim
+ * that the OOM reaper is done with but that still has its memory.
  *
  * Cases: memcg OOM (memory.max on the workload) and global OOM (the guest's
  * memory), with the limit set through memory.alloc_retries or, for global
- * OOM, vm.retry_allocation_attempts.  Every run is a row of the table in
- * $ALLOC_TEST_RESULTS/lockup/{lockup.md,lockup.json}, which make demo shows.
+ * OOM, vm.retry_allocation_attempts.  Each case runs several times (the
+ * environment's ALLOC_LOCKUP_REPEAT, if set, for the cases that make demo
+ * counts) and every run must hold its case's properties.  Every run is a
+ * row of $ALLOC_TEST_RESULTS/lockup/runs.json; make demo renders them.
  *
- * Under memcg OOM the charge path retries the OOM killer within
- * milliseconds, and 0 or a small N ends the lockup every time: that is
- * asserted.  Under global OOM any limit races the OOM reaper: each retry
- * after an OOM pass first goes through MAX_RECLAIM_RETRIES rounds of
- * direct reclaim, the victim may be killed by another task's pass, and
- * the reaper gives up on the unreapable victim after OOM_REAPER_DELAY,
- * when the killer moves on.  Whether the holder's N + 1 passes come first
- * depends on the machine and on what else allocates, so for global OOM the
- * test asserts a coherent ending, not which one (Documentation/oom-lockup.md).
+ * Who invoked each OOM kill is read from the kernel log's "<comm> invoked
+ * oom-killer" lines: the workload's tasks have names of their own.
  *
  * The order of events is forced, not hoped for: memory.high=0 throttles
  * the holder inside its call, lock held, while the victim queues on the
@@ -71,6 +70,12 @@
 #define HOLDER_BYTES	(1L << 30)
 /* The small N, beside 0 and max; for global OOM 1 as well. */
 #define SMALL_N		"3"
+/*
+ * Runs of the cases whose outcome make demo counts: REPEAT in make check,
+ * or ALLOC_LOCKUP_REPEAT if it is set.
+ */
+#define COUNTED		0
+#define REPEAT		3
 /* How often the neighbour fills its pipe with 16 pages. */
 #define NEIGHBOUR_PERIOD_US	2000
 /* A run that has not ended by then has locked up. */
@@ -88,8 +93,15 @@ struct run {
 	bool memcg;		/* memcg OOM, else global OOM */
 	const char *policy;	/* "max", "0", "1" or SMALL_N */
 	bool via_sysctl;	/* the limit is the sysctl's, not the cgroup's */
-	/* What must hold of the outcome: KSFT_PASS or KSFT_FAIL. */
-	int (*check)(const struct run *r, const struct outcome *o);
+	/* Runs; COUNTED: REPEAT, or ALLOC_LOCKUP_REPEAT if set. */
+	int repeat;
+	/* What must hold of the outcome: true or false. */
+	bool (*check)(const struct run *r, const struct outcome *o);
+	/*
+	 * The victim does not wait for the lock: it exits when killed, and
+	 * every kill frees memory the holder's call goes on with.
+	 */
+	bool unlocked;
 };
 
 /* Written by the workload's tasks, read by the test. */
@@ -113,7 +125,10 @@ struct outcome {
 	long kills_out;
 	char killed_out[256];	/* names of the tasks killed outside */
 	int bystanders_ran_on;
+	double released;	/* the OOM was let come, now_s() */
+	double limit_hit;	/* memory.max first hit, now_s(); -1: never */
 	double first_kill, end;	/* now_s() of those; first_kill -1: none */
+	int holder_invoked;	/* OOM-killer invocations by the holder */
 	long oom, alloc_retry_fail;	/* workload's memory.events */
 	int hits_out;		/* limit failures outside the workload */
 	long neighbour_rounds, neighbour_enomem;
@@ -125,41 +140,47 @@ static char *workload, *neighbour;
 static struct shared *sh;
 static int lock_fd, ready[2], go[2];
 
-static int reproduces(const struct run *r, const struct outcome *o);
-static int resolved(const struct run *r, const struct outcome *o);
-static int ends_contained(const struct run *r, const struct outcome *o);
+static bool reproduces(const struct run *r, const struct outcome *o);
+static bool kills_nobody(const struct run *r, const struct outcome *o);
+static bool ends_without_spree(const struct run *r, const struct outcome *o);
+static bool kills_at_most_n(const struct run *r, const struct outcome *o);
 
 static const struct run runs[] = {
 	{ "test_memcg_oom_without_limit_kills_past_the_victim",
-	  "memcg", true, "max", false, reproduces },
-	{ "test_memcg_oom_cgroup_limit_0_kills_only_the_victim",
-	  "memcg", true, "0", false, resolved },
-	{ "test_memcg_oom_cgroup_limit_n_kills_only_the_victim",
-	  "memcg", true, SMALL_N, false, resolved },
-	{ "test_global_oom_cgroup_limit_0_ends_in_its_cgroup",
-	  "global", false, "0", false, ends_contained },
-	{ "test_global_oom_cgroup_limit_1_ends_in_its_cgroup",
-	  "global", false, "1", false, ends_contained },
-	{ "test_global_oom_cgroup_limit_n_ends_in_its_cgroup",
-	  "global", false, SMALL_N, false, ends_contained },
-	{ "test_global_oom_sysctl_0_ends",
-	  "global", false, "0", true, ends_contained },
-	{ "test_global_oom_sysctl_n_ends",
-	  "global", false, SMALL_N, true, ends_contained },
+	  "memcg", true, "max", false, 1, reproduces, false },
+	{ "test_memcg_oom_cgroup_limit_0_kills_nobody",
+	  "memcg", true, "0", false, COUNTED, kills_nobody, false },
+	{ "test_memcg_oom_cgroup_limit_n_ends_without_spree",
+	  "memcg", true, SMALL_N, false, COUNTED, ends_without_spree, false },
+	{ "test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call",
+	  "memcg", true, SMALL_N, false, 2, kills_at_most_n, true },
+	{ "test_global_oom_cgroup_limit_0_ends_without_spree",
+	  "global", false, "0", false, COUNTED, ends_without_spree, false },
+	{ "test_global_oom_cgroup_limit_1_ends_without_spree",
+	  "global", false, "1", false, COUNTED, ends_without_spree, false },
+	{ "test_global_oom_cgroup_limit_n_ends_without_spree",
+	  "global", false, SMALL_N, false, 2, ends_without_spree, false },
+	{ "test_global_oom_sysctl_0_ends_without_spree",
+	  "global", false, "0", true, 2, ends_without_spree, false },
+	{ "test_global_oom_sysctl_n_ends_without_spree",
+	  "global", false, SMALL_N, true, 1, ends_without_spree, false },
 	{ "test_global_oom_without_limit_kills_past_the_victim",
-	  "global", false, "max", false, reproduces },
+	  "global", false, "max", false, 1, reproduces, false },
 };
 
-static struct outcome outcomes[ARRAY_SIZE(runs)];
-static size_t runs_done;
+/* Every run of every case so far, for runs.json. */
+static struct outcome *outcomes;
+static const struct run **outcome_case;
+static size_t runs_done, runs_max;
 
 /* "global 0 (sysctl)": how the messages name a run. */
 static const char *label(const struct run *r)
 {
 	static char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s %s%s", r->name, r->policy,
-		 r->via_sysctl ? " (sysctl)" : "");
+	snprintf(buf, sizeof(buf), "%s %s%s%s", r->name, r->policy,
+		 r->via_sysctl ? " (sysctl)" : "",
+		 r->unlocked ? " (no lock)" : "");
 	return buf;
 }
 
@@ -189,7 +210,10 @@ static void say_ready(void)
 	close(ready[1]);
 }
 
-/* Fault in 64 MiB of a memfd: shared memory, which the reaper skips. */
+/*
+ * Fault in 64 MiB of a memfd: shared memory, which the reaper skips.  Then
+ * wait on the inode lock, or, if @arg says so, just wait to be killed.
+ */
 static int victim_main(const char *cgroup, void *arg)
 {
 	int fd = memfd_create("unreapable", 0);
@@ -207,6 +231,8 @@ static int victim_main(const char *cgroup, void *arg)
 	say_ready();
 	if (read(go[0], &c, 1) != 1)
 		return 3;
+	if (arg)
+		pause();
 	/* Blocks on the inode lock the holder has. */
 	fallocate(lock_fd, 0, 0, PAGE);
 	return 0;
@@ -352,6 +378,7 @@ struct kill_scan {
 	const char *workload_path;
 	char *names;
 	size_t size;
+	int *holder_invoked;
 };
 
 /* Add @len bytes of @name to a list of task names, fit for JSON. */
@@ -373,6 +400,8 @@ static void scan_kill(const char *rec, void *arg)
 	struct kill_scan *ks = arg;
 	const char *memcg = strstr(rec, ",task_memcg="), *task, *end;
 
+	if (strstr(rec, "holder invoked oom-killer"))
+		(*ks->holder_invoked)++;
 	if (!strstr(rec, "oom-kill:") || !memcg)
 		return;
 	memcg += strlen(",task_memcg=");
@@ -429,17 +458,24 @@ static void wait_workload(pid_t holder, pid_t victim, struct outcome *o)
 	ssize_t len;
 
 	o->first_kill = -1;
+	o->limit_hit = -1;
 	if (pfd[0].fd < 0 || pfd[1].fd < 0 || pfd[2].fd < 0)
 		ksft_exit_fail_msg("memory.events or pidfd_open: %s\n",
 				   strerror(errno));
 	while (left) {
 		poll(pfd, 3, 100);
 		len = pread(pfd[0].fd, buf, sizeof(buf) - 1, 0);
-		if (o->first_kill < 0 && len > 0) {
+		if (len > 0)
 			buf[len] = '\0';
+		if (o->first_kill < 0 && len > 0) {
 			p = strstr(buf, "oom_kill ");
 			if (p && strtol(p + strlen("oom_kill "), NULL, 10) > 0)
 				o->first_kill = now_s();
+		}
+		if (o->limit_hit < 0 && len > 0) {
+			p = strstr(buf, "\nmax ");
+			if (p && strtol(p + strlen("\nmax "), NULL, 10) > 0)
+				o->limit_hit = now_s();
 		}
 		for (i = 1; i < 3; i++) {
 			if (pfd[i].fd < 0 || !(pfd[i].revents & POLLIN))
@@ -496,7 +532,8 @@ static void run_once(const struct run *r, struct outcome *o)
 	if (lock_fd < 0 || pipe(ready) || pipe(go))
 		ksft_exit_fail_msg("memfd or pipe: %s\n", strerror(errno));
 
-	victim = cg_run_nowait(workload, victim_main, NULL);
+	victim = cg_run_nowait(workload, victim_main,
+			       r->unlocked ? (void *)1 : NULL);
 	for (i = 0; i < BYSTANDERS; i++)
 		bystanders[i] = cg_run_nowait(workload, bystander_main,
 					      (void *)(long)i);
@@ -513,8 +550,8 @@ static void run_once(const struct run *r, struct outcome *o)
 	o->set_up = wait_in_fallocate("holder", holder, 0, HOLDER_FRAME);
 	if (write(go[1], "g", 1) != 1)
 		ksft_exit_fail_msg("cannot start the victim\n");
-	o->set_up = o->set_up &&
-		    wait_in_fallocate("victim", victim, 'D', VICTIM_FRAME);
+	o->set_up = o->set_up && (r->unlocked ||
+		    wait_in_fallocate("victim", victim, 'D', VICTIM_FRAME));
 	ksft_print_msg("%s: %s\n", label(r),
 		       o->set_up ? "in fallocate(), the holder sleeps at " HOLDER_FRAME
 				   " with the lock, the victim in D at " VICTIM_FRAME
@@ -527,6 +564,7 @@ static void run_once(const struct run *r, struct outcome *o)
 	if (r->via_sysctl && retry_sysctl_set(r->policy))
 		ksft_exit_fail_msg("cannot set the sysctl to %s\n", r->policy);
 	/* Let the OOM come. */
+	o->released = now_s();
 	if (cg_write(workload, "memory.high", "max"))
 		ksft_exit_fail_msg("cannot write memory.high\n");
 	wait_workload(holder, victim, o);
@@ -548,7 +586,7 @@ static void run_once(const struct run *r, struct outcome *o)
 				       "alloc_retry_fail");
 	o->kills_out = kills_after - kills_before - o->kills_in;
 	ks = (struct kill_scan){ cg_kernel_path(workload), o->killed_out,
-				 sizeof(o->killed_out) };
+				 sizeof(o->killed_out), &o->holder_invoked };
 	kmsg_for_each(kmsg, scan_kill, &ks);
 	hs = (struct hit_scan){ st.st_ino, o };
 	if (trace_for_each(scan_hit, &hs))
@@ -570,88 +608,91 @@ static const char *ending(int status)
 	return "exited";
 }
 
+/*
+ * How long the holder's call took to fail once memory ran out: from the
+ * workload's first memory.max hit under memcg OOM; under global OOM, from
+ * the moment the OOM was let come, which includes filling the guest.
+ */
+static double holder_stall(const struct run *r, const struct outcome *o)
+{
+	double from = r->memcg && o->limit_hit >= 0 ? o->limit_hit :
+						      o->released;
+
+	return o->holder_returned ? o->holder_end - from : -1;
+}
+
 static void holder_said(const struct outcome *o, char *buf, size_t size)
 {
 	if (o->hung)
 		snprintf(buf, size, "did not end in %d s", RUN_TIMEOUT_S);
 	else if (!o->holder_returned)
 		snprintf(buf, size, "%s", ending(o->holder_status));
-	else if (o->first_kill < 0)
-		snprintf(buf, size, "%s, before any kill",
-			 o->holder_errno ? strerrorname_np(o->holder_errno) :
-					   "0");
 	else
-		snprintf(buf, size, "%s %.2f s after the first kill",
+		snprintf(buf, size, "%s %.2f s after the OOM came",
 			 o->holder_errno ? strerrorname_np(o->holder_errno) :
-					   "0", since_first_kill(o, o->holder_end));
+					   "0", o->holder_end - o->released);
 }
 
-/* The table so far, as Markdown and as JSON: rewritten after each run. */
-static void table_write(void)
+/*
+ * No spree: the holder's call failed and returned, every bystander ran on,
+ * and at most the victim was killed in the workload.
+ */
+static bool no_spree(const struct outcome *o)
+{
+	return o->set_up && !o->hung && o->holder_returned &&
+	       o->holder_errno == ENOMEM &&
+	       o->bystanders_ran_on == BYSTANDERS && o->kills_in <= 1;
+}
+
+/* Every run so far, as JSON: rewritten after each run. */
+static void runs_write(void)
 {
 	const char *dir = getenv("ALLOC_TEST_RESULTS");
 	char path[PATH_MAX];
-	FILE *md, *js;
+	FILE *js;
 	size_t i;
 
 	if (!dir)
 		return;
 	snprintf(path, sizeof(path), "%s/lockup", dir);
 	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/lockup/lockup.md", dir);
-	md = fopen(path, "w");
-	snprintf(path, sizeof(path), "%s/lockup/lockup.json", dir);
+	snprintf(path, sizeof(path), "%s/lockup/runs.json", dir);
 	js = fopen(path, "w");
-	if (!md || !js)
+	if (!js)
 		ksft_exit_fail_msg("cannot write %s: %s\n", path,
 				   strerror(errno));
-	fprintf(md, "| OOM | limit | set through | kills in the workload | kills outside | holder's fallocate() | victim | bystanders ran on | first kill to end | oom events | alloc_retry_fail | limit hits outside | neighbour's ENOMEM |\n");
-	fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	fprintf(js, "[\n");
 	for (i = 0; i < runs_done; i++) {
-		const struct run *r = &runs[i];
+		const struct run *r = outcome_case[i];
 		const struct outcome *o = &outcomes[i];
-		char said[64], took[32];
+		char said[64];
 
 		holder_said(o, said, sizeof(said));
-		if (o->first_kill < 0)
-			snprintf(took, sizeof(took), "no kill");
-		else
-			snprintf(took, sizeof(took), "%.2f s",
-				 since_first_kill(o, o->end));
-		fprintf(md, "| %s | %s | %s | %ld | %ld%s%s%s | %s | %s | %d of %d | %s | %ld | %ld | %d%s%s%s | %ld |\n",
-			r->name, r->policy,
-			r->via_sysctl ? "vm.retry_allocation_attempts" :
-					"memory.alloc_retries",
-			o->kills_in, o->kills_out,
-			o->kills_out ? " (" : "", o->killed_out,
-			o->kills_out ? ")" : "", said,
-			ending(o->victim_status), o->bystanders_ran_on,
-			BYSTANDERS, took, o->oom, o->alloc_retry_fail,
-			o->hits_out, o->hits_out ? " (" : "", o->hit_out,
-			o->hits_out ? ")" : "", o->neighbour_enomem);
-		fprintf(js, "  {\"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder\": \"%s\", \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
-			r->name, r->policy,
+		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
+			r->test, r->unlocked ? "memcg, victim not on the lock" :
+					       r->name, r->policy,
 			r->via_sysctl ? "sysctl" : "cgroup",
 			o->set_up ? "true" : "false",
-			o->hung ? "true" : "false", o->kills_in, o->kills_out,
-			o->killed_out, said, ending(o->victim_status),
-			BYSTANDERS, o->bystanders_ran_on,
-			since_first_kill(o, o->end), o->oom,
-			o->alloc_retry_fail,
-			o->hits_out, o->hit_out, o->neighbour_rounds,
-			o->neighbour_enomem, i + 1 < runs_done ? "," : "");
+			o->hung ? "true" : "false",
+			no_spree(o) ? "true" : "false", o->kills_in,
+			o->kills_out, o->killed_out, o->holder_invoked, said,
+			o->holder_returned && o->holder_errno == ENOMEM ?
+				"true" : "false",
+			holder_stall(r, o),
+			ending(o->victim_status), BYSTANDERS,
+			o->bystanders_ran_on, since_first_kill(o, o->end),
+			o->oom, o->alloc_retry_fail, o->hits_out, o->hit_out,
+			o->neighbour_rounds, o->neighbour_enomem,
+			i + 1 < runs_done ? "," : "");
 	}
 	fprintf(js, "]\n");
-	fclose(md);
 	fclose(js);
 }
 
 /* Without a limit the lockup is there: the killing goes past the victim. */
-static int reproduces(const struct run *r, const struct outcome *o)
+static bool reproduces(const struct run *r, const struct outcome *o)
 {
-	return o->set_up && !o->hung && o->kills_in > 1 ? KSFT_PASS :
-							   KSFT_FAIL;
+	return o->set_up && !o->hung && o->kills_in > 1;
 }
 
 /* A per-cgroup limit fails nothing outside its cgroup. */
@@ -661,71 +702,123 @@ static bool contained(const struct run *r, const struct outcome *o)
 	       (o->hits_out == 0 && o->neighbour_enomem == 0);
 }
 
-/*
- * With a limit it is gone: one kill, the victim's; every bystander runs
- * on; the holder's call fails with ENOMEM and is counted.
- */
-static int resolved(const struct run *r, const struct outcome *o)
+/* The holder's call failed with ENOMEM, counted, having invoked <= @n. */
+static bool holder_failed(const struct outcome *o, int n)
 {
-	bool ok = o->set_up && !o->hung && contained(r, o);
-
-	ok = ok && o->kills_in == 1 && WIFSIGNALED(o->victim_status);
-	ok = ok && o->bystanders_ran_on == BYSTANDERS;
-	ok = ok && o->holder_returned && o->holder_errno == ENOMEM;
-	ok = ok && o->alloc_retry_fail >= 1;
-	return ok ? KSFT_PASS : KSFT_FAIL;
+	return o->holder_returned && o->holder_errno == ENOMEM &&
+	       o->alloc_retry_fail >= 1 && o->holder_invoked <= n;
 }
 
 /*
- * Global OOM with a limit (see the top of this file): the run must end,
- * the limit must stay in its cgroup, and the ending must be one of the two
- * there are.  Either the limit fired (the holder's call failed with ENOMEM,
- * counted, and the victim was killed; at the first kill if the holder's
- * passes came in time, else after more kills) or it did not, and the
- * lockup played out as without a limit (the holder was killed after
- * others, and nothing was counted).
+ * Memcg OOM at 0: nothing else allocates in the workload, so its memory
+ * stays as it is.  The holder's call fails without an OOM kill; the victim
+ * gets the lock, completes its own fallocate() and exits by itself; every
+ * bystander runs on.
  */
-static int ends_contained(const struct run *r, const struct outcome *o)
+static bool kills_nobody(const struct run *r, const struct outcome *o)
 {
-	bool fired, played_out;
-
-	fired = o->holder_returned && o->holder_errno == ENOMEM &&
-		o->alloc_retry_fail >= 1 && o->kills_in >= 1 &&
-		WIFSIGNALED(o->victim_status);
-	played_out = !o->holder_returned && WIFSIGNALED(o->holder_status) &&
-		     o->kills_in > 1 && o->alloc_retry_fail == 0;
-	ksft_print_msg("%s: %s\n", label(r),
-		       fired && o->kills_in == 1 ? "the limit fired at the first kill: the lockup is resolved" :
-		       fired ? "the limit fired, but only after more than one kill" :
-		       played_out ? "the limit never fired: the lockup played out" :
-				    "neither ending");
 	return o->set_up && !o->hung && contained(r, o) &&
-	       (fired || played_out) ? KSFT_PASS : KSFT_FAIL;
+	       holder_failed(o, 0) && o->kills_in == 0 &&
+	       WIFEXITED(o->victim_status) &&
+	       WEXITSTATUS(o->victim_status) == 0 &&
+	       o->bystanders_ran_on == BYSTANDERS;
 }
 
 /*
- * The test case of the next run, in the order of runs[]: run it, report
- * it, add it to the table and check its outcome.
+ * A limit of N: the holder's call fails, having invoked the OOM killer at
+ * most N times, and the killing stops at the victim: at most one kill in
+ * the workload, every bystander runs on.  Under global OOM another task's
+ * allocation may kill the victim first (it is everyone's first choice);
+ * with a limit of 0 the holder kills nobody, and the victim lives unless
+ * someone else killed it.
  */
-static int run_next(void)
+static bool ends_without_spree(const struct run *r, const struct outcome *o)
 {
-	const struct run *r = &runs[runs_done];
-	struct outcome *o = &outcomes[runs_done];
+	int n = atoi(r->policy);
+
+	return contained(r, o) && no_spree(o) && holder_failed(o, n) &&
+	       (o->kills_in == 1) == !!WIFSIGNALED(o->victim_status);
+}
+
+/*
+ * The victim does not wait for the lock: every kill frees memory, and the
+ * holder's call goes on.  Its allocations may invoke the OOM killer N
+ * times in the call, and then the call fails: at most N kills in the
+ * workload, all of them the holder's.  A count per allocation would start
+ * again with every page and kill one task after another.
+ */
+static bool kills_at_most_n(const struct run *r, const struct outcome *o)
+{
+	int n = atoi(r->policy);
+
+	return o->set_up && !o->hung && contained(r, o) &&
+	       holder_failed(o, n) && o->kills_in <= n;
+}
+
+/* How many runs of @r. */
+static int repeat_of(const struct run *r)
+{
+	const char *env = getenv("ALLOC_LOCKUP_REPEAT");
+	char *end;
+	long n;
+
+	if (r->repeat != COUNTED)
+		return r->repeat;
+	if (!env)
+		return REPEAT;
+	n = strtol(env, &end, 10);
+	if (*end || n < 1 || n > 1000)
+		ksft_exit_fail_msg("ALLOC_LOCKUP_REPEAT: not a count from 1 to 1000: \"%s\"\n",
+				   env);
+	return n;
+}
+
+/* One run of @r: run it, report it, add it to the runs, check it. */
+static bool run_one(const struct run *r, int i, int n)
+{
+	struct outcome *o;
 	char said[64];
 
+	if (runs_done == runs_max) {
+		runs_max = runs_max ? 2 * runs_max : 64;
+		outcomes = realloc(outcomes, runs_max * sizeof(*outcomes));
+		outcome_case = realloc(outcome_case,
+				       runs_max * sizeof(*outcome_case));
+		if (!outcomes || !outcome_case)
+			ksft_exit_fail_msg("out of memory\n");
+	}
+	o = &outcomes[runs_done];
+	memset(o, 0, sizeof(*o));
+	outcome_case[runs_done] = r;
 	run_once(r, o);
 	runs_done++;
 	holder_said(o, said, sizeof(said));
-	ksft_print_msg("%s: %ld killed in the workload, %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; first kill to end %.2f s; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings\n",
-		       label(r), o->kills_in, o->kills_out,
-		       o->kills_out ? ": " : "", o->killed_out, said,
-		       ending(o->victim_status), o->bystanders_ran_on,
-		       BYSTANDERS, since_first_kill(o, o->end), o->oom,
-		       o->alloc_retry_fail, o->hits_out,
+	ksft_print_msg("%s, run %d of %d: %ld killed in the workload (%d by the holder), %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings; %s\n",
+		       label(r), i + 1, n, o->kills_in, o->holder_invoked,
+		       o->kills_out, o->kills_out ? ": " : "", o->killed_out,
+		       said, ending(o->victim_status), o->bystanders_ran_on,
+		       BYSTANDERS, o->oom, o->alloc_retry_fail, o->hits_out,
 		       o->hits_out ? ": " : "", o->hit_out,
-		       o->neighbour_enomem, o->neighbour_rounds);
-	table_write();
+		       o->neighbour_enomem, o->neighbour_rounds,
+		       no_spree(o) ? "no spree" : "a spree or no ending");
+	runs_write();
+	/* The kernel log names at most 10 OOM invokers per 5 s. */
+	if (o->kills_in + o->kills_out > 5)
+		sleep(6);
 	return r->check(r, o);
+}
+
+/* The test case of the next entry of runs[]: every run must hold. */
+static int run_next(void)
+{
+	static size_t next;
+	const struct run *r = &runs[next++];
+	int i, n = repeat_of(r), passed = 0;
+
+	for (i = 0; i < n; i++)
+		passed += run_one(r, i, n);
+	ksft_print_msg("%s: %d of %d runs held\n", label(r), passed, n);
+	return passed == n ? KSFT_PASS : KSFT_FAIL;
 }
 
 int main(void)

@@ -256,7 +256,8 @@ static void count_call(struct probe_result *res, int ret)
 	res->calls++;
 	if (ret >= 0)
 		return;
-	if (errno == ENOMEM)
+	/* pipe2() reports a failed inode allocation as ENFILE. */
+	if (errno == ENOMEM || errno == ENFILE)
 		res->enomem++;
 	else if (errno != EAGAIN)
 		res->other_errors++;
@@ -272,6 +273,13 @@ static void touch_stack(void)
 		stack[i] = 0;
 }
 
+/*
+ * A limit of 0 fails the probe's calls without an OOM kill, so no memory
+ * comes back for it: once it has seen this many failures, it has seen what
+ * it is there to see.
+ */
+#define PROBE_ENOMEM_STOP	32
+
 static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
 {
 	static char page[PAGE];
@@ -280,14 +288,16 @@ static void probe_child(size_t bytes, long max_calls, struct probe_result *res)
 
 	memset(page, 'p', sizeof(page));
 	setrlimit(RLIMIT_NOFILE, &nofile);
-	while ((size_t)res->bytes < bytes && res->calls < max_calls) {
+	while ((size_t)res->bytes < bytes && res->calls < max_calls &&
+	       res->enomem < PROBE_ENOMEM_STOP) {
 		ret = pipe2(fds, O_NONBLOCK);
 		count_call(res, ret);
 		if (ret)
 			continue;
 		count_call(res, fcntl(fds[1], F_SETPIPE_SZ, PIPE_BYTES));
 		/* Fill the pipe; every write needs a fresh page. */
-		while ((size_t)res->bytes < bytes && res->calls < max_calls) {
+		while ((size_t)res->bytes < bytes && res->calls < max_calls &&
+		       res->enomem < PROBE_ENOMEM_STOP) {
 			ret = write(fds[1], page, PAGE);
 			count_call(res, ret);
 			if (ret > 0)

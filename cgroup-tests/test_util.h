@@ -72,7 +72,7 @@ size_t hog_bytes_for_pressure(void);
 /* What the pipe probe saw. */
 struct probe_result {
 	long calls;		/* syscalls made */
-	long enomem;		/* of which failed with ENOMEM */
+	long enomem;		/* of which failed with ENOMEM (or ENFILE) */
 	long other_errors;	/* failed otherwise */
 	long bytes;		/* bytes left in pipes, at most the target */
 };
@@ -81,6 +81,7 @@ struct probe_result {
  * A child named @comm that will pin @bytes in pipe buffers, one page per
  * write(): every write allocates an order-0 page, every F_SETPIPE_SZ a
  * 10 KiB kmalloc, in system call context, both charged to its cgroup.
+ * It stops early after a few dozen failed calls.
  * probe_start() returns once the child has faulted in and locked all its
  * memory, so that its faults allocate nothing later, and has moved into
  * @cgroup (NULL: stays where it is) with @oom_score_adj; probe_finish()

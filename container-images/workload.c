@@ -39,6 +39,56 @@ static char page[PAGE];
 static const char *failed_call = "";
 static unsigned long long start_us;
 
+/*
+ * How long each system call of the operations took, failed or not: what a
+ * fail-fast service needs bounded is how long one call can keep it in the
+ * kernel.  A histogram with HIST_STEPS buckets per doubling (4% wide).
+ */
+#define HIST_STEPS	16
+#define HIST_BUCKETS	(HIST_STEPS * 40)
+static unsigned long syscall_hist[HIST_BUCKETS];
+static unsigned long long syscall_count, syscall_max_us;
+
+/* The bucket of @us, and the largest duration that bucket holds. */
+static int hist_bucket(unsigned long long us)
+{
+	unsigned long long v = us + 1;
+	int msb = 63 - __builtin_clzll(v);
+	int frac = msb >= 4 ? (v >> (msb - 4)) & (HIST_STEPS - 1) :
+			      (v << (4 - msb)) & (HIST_STEPS - 1);
+
+	return msb * HIST_STEPS + frac;
+}
+
+static unsigned long long hist_upper_us(int bucket)
+{
+	int msb = bucket / HIST_STEPS, frac = bucket % HIST_STEPS;
+
+	return (((unsigned long long)HIST_STEPS + frac + 1) << msb) /
+	       HIST_STEPS - 1;
+}
+
+static void syscall_done(unsigned long long start)
+{
+	unsigned long long us = now_us() - start;
+	int bucket = hist_bucket(us);
+
+	syscall_hist[bucket < HIST_BUCKETS ? bucket : HIST_BUCKETS - 1]++;
+	syscall_count++;
+	if (us > syscall_max_us)
+		syscall_max_us = us;
+}
+
+/* Run system call @call, recording how long it took; errno is kept. */
+#define TIMED(call) ({						\
+	unsigned long long start_ = now_us();			\
+	__typeof__(call) ret_ = (call);				\
+	int errno_ = errno;					\
+	syscall_done(start_);					\
+	errno = errno_;						\
+	ret_;							\
+})
+
 unsigned long long now_us(void)
 {
 	struct timespec ts;
@@ -130,17 +180,17 @@ static int op_pipe(void)
 	size_t done;
 
 	for (n = 0; n < PIPES; n++) {
-		if (pipe2(fds[n], O_NONBLOCK)) {
+		if (TIMED(pipe2(fds[n], O_NONBLOCK))) {
 			ret = fail("pipe2");
 			break;
 		}
-		if (fcntl(fds[n][1], F_SETPIPE_SZ, PIPE_BYTES) < 0) {
+		if (TIMED(fcntl(fds[n][1], F_SETPIPE_SZ, PIPE_BYTES)) < 0) {
 			ret = fail("fcntl(F_SETPIPE_SZ)");
 			n++;
 			break;
 		}
 		for (done = 0; done < PIPE_BYTES; done += PAGE)
-			if (write(fds[n][1], page, PAGE) != PAGE) {
+			if (TIMED(write(fds[n][1], page, PAGE)) != PAGE) {
 				ret = fail("write(pipe)");
 				break;
 			}
@@ -163,12 +213,12 @@ static int op_socket(void)
 	int sv[2], ret = 0;
 	size_t done;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+	if (TIMED(socketpair(AF_UNIX, SOCK_STREAM, 0, sv)))
 		return fail("socketpair");
 	for (done = 0; done < SOCKET_BYTES && !ret; done += PAGE) {
-		if (send(sv[0], page, PAGE, 0) != PAGE)
+		if (TIMED(send(sv[0], page, PAGE, 0)) != PAGE)
 			ret = fail("send");
-		else if (recv(sv[1], buf, PAGE, MSG_WAITALL) != PAGE)
+		else if (TIMED(recv(sv[1], buf, PAGE, MSG_WAITALL)) != PAGE)
 			ret = fail("recv");
 	}
 	close(sv[0]);
@@ -179,14 +229,14 @@ static int op_socket(void)
 /* 256 KiB written to a tmpfs file, then the file removed. */
 static int op_file(void)
 {
-	int fd = open(FILE_PATH, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	int fd = TIMED(open(FILE_PATH, O_CREAT | O_TRUNC | O_WRONLY, 0600));
 	int ret = 0;
 	size_t done;
 
 	if (fd < 0)
 		return fail("open");
 	for (done = 0; done < FILE_BYTES; done += PAGE)
-		if (write(fd, page, PAGE) != PAGE) {
+		if (TIMED(write(fd, page, PAGE)) != PAGE) {
 			ret = fail("write(file)");
 			break;
 		}
@@ -198,7 +248,7 @@ static int op_file(void)
 /* A child that exits at once. */
 static int op_fork(void)
 {
-	pid_t pid = fork();
+	pid_t pid = TIMED(fork());
 
 	if (pid < 0)
 		return fail("fork");
@@ -250,6 +300,7 @@ void workload_record(struct workload *w, unsigned long long start)
 static int write_json(const struct workload *w, const char *path)
 {
 	FILE *f = fopen(path, "w");
+	bool first;
 	long i;
 
 	if (!f)
@@ -258,9 +309,20 @@ static int write_json(const struct workload *w, const char *path)
 		"  \"outcome\": \"%s\",\n  \"error\": \"%s\",\n"
 		"  \"operations\": %ld,\n  \"enomem\": %ld,\n"
 		"  \"enfile\": %ld,\n  \"other_errors\": %ld,\n"
-		"  \"samples\": [",
+		"  \"syscalls\": %llu,\n  \"syscall_max_us\": %llu,\n"
+		"  \"syscall_hist\": [",
 		w->name, w->seconds, w->outcome, w->error, w->operations,
-		w->enomem, w->enfile, w->other_errors);
+		w->enomem, w->enfile, w->other_errors, syscall_count,
+		syscall_max_us);
+	/* [largest duration in us, calls] per bucket that has any */
+	for (i = 0, first = true; i < HIST_BUCKETS; i++) {
+		if (!syscall_hist[i])
+			continue;
+		fprintf(f, "%s[%llu,%lu]", first ? "" : ",", hist_upper_us(i),
+			syscall_hist[i]);
+		first = false;
+	}
+	fprintf(f, "],\n  \"samples\": [");
 	/* [start in ms, latency in us] per operation */
 	for (i = 0; i < w->nr_samples; i++)
 		fprintf(f, "%s[%u,%u]", i ? "," : "", w->samples[i].start_ms,
