@@ -238,7 +238,12 @@ static int systemd_run_failfast_sees_enomem(void)
 	if (!sh("systemd-run --wait --quiet --unit art-run -p MemoryAllocRetries=0 -p MemoryMax=32M -p LimitMEMLOCK=1G -p OOMPolicy=continue "
 		"/bin/sh -c '" BIN "/hog --result " WORK "/hog.json & "
 		BIN "/failfast --seconds 15 --result " WORK "/result.json; "
-		"cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/memory.events > " WORK "/events; kill $!'") &&
+		/*
+		 * The shell is in the full cgroup at 0 too: stop the hog
+		 * first, and retry the write until the memory is back.
+		 */
+		"kill $!; wait $!; for i in 1 2 3 4 5 6 7 8 9 10; do "
+		"cat /sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)/memory.events > " WORK "/events && break; sleep 0.5; done'") &&
 	    !sh("jq -e '.enomem > 0 and .outcome == \"completed\"' " WORK "/result.json") &&
 	    !sh("awk '$1 == \"alloc_retry_fail\" && $2 > 0 { ok = 1 } END { exit !ok }' " WORK "/events"))
 		ret = KSFT_PASS;
