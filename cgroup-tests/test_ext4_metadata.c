@@ -9,7 +9,8 @@
  * happens to it cannot take the guest's root with it.  The writer creates
  * a file, writes a checksummed block, fsyncs it, renames it into place,
  * unlinks an older one and now and then makes and removes a directory,
- * for WRITE_SECONDS.  Meanwhile a hog beside it under a shared memory.max
+ * for WRITE_SECONDS (longer if no hog was OOM-killed yet).  Meanwhile a
+ * hog beside it under a shared memory.max
  * (memcg OOM) or outside it (global OOM) fills memory to just short of
  * the limit and then creeps on a page at a time until the OOM killer
  * takes it, and is started again: the limit is reached over and over, with
@@ -45,6 +46,8 @@
 #define MNT		"/run/alloc-retries-ext4"
 #define IMAGE_MB	"64"
 #define WRITE_SECONDS	20
+/* ... or longer, until the OOM killer has taken a hog, up to this. */
+#define WRITE_SECONDS_MAX	90
 #define MEMCG_MAX	(48L << 20)
 #define BLOCK		4096
 /* Names the writer cycles through: at most this many files in place. */
@@ -63,6 +66,7 @@ struct tally {
 	long other[OPS];	/* anything else: must stay 0 */
 	int last_other;		/* errno of the last of those */
 	long files_placed;	/* fsync'd and renamed into place */
+	int hogs_killed;	/* by the OOM killer, so far */
 };
 
 static const char *root;
@@ -131,7 +135,7 @@ static pid_t hogs_start(const char *cgroup, size_t bytes)
 			}
 		}
 		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-			killed++;
+			tally->hogs_killed = ++killed;
 		else
 			_exit(255);
 	}
@@ -221,15 +225,24 @@ static void write_one(long seq)
 	}
 }
 
+/*
+ * Write for WRITE_SECONDS, and on until the pressure has been there (a hog
+ * OOM-killed): under global OOM reclaim can slow the hog's creep a lot.
+ */
 static int writer_main(const char *cgroup, void *arg)
 {
-	time_t end = time(NULL) + WRITE_SECONDS;
+	time_t start = time(NULL), now;
 	long seq;
 
 	prctl(PR_SET_NAME, "ext4-writer");
 	set_oom_score_adj(-1000);
-	for (seq = 0; time(NULL) < end; seq++)
+	for (seq = 0;; seq++) {
+		now = time(NULL);
+		if (now >= start + WRITE_SECONDS_MAX ||
+		    (now >= start + WRITE_SECONDS && tally->hogs_killed))
+			break;
 		write_one(seq);
+	}
 	return 0;
 }
 
