@@ -68,11 +68,12 @@ static int memcg_round(const char *cg, struct side *s)
 				      "alloc_retry_fail");
 	long kills_before = cg_event(parent, "memory.events", "oom_kill");
 	char needle[PATH_MAX + 64];
-	int kmsg, kmsg_oom;
+	int kmsg, kmsg_oom, kmsg_limit;
 
 	memset(s, 0, sizeof(*s));
 	kmsg = kmsg_mark();
 	kmsg_oom = kmsg_mark();
+	kmsg_limit = kmsg_mark();
 	trace_start();
 	if (memcg_pressure_round(parent, MEMCG_MAX, cg, &s->res,
 				 &s->hog_killed))
@@ -86,11 +87,15 @@ static int memcg_round(const char *cg, struct side *s)
 			 parent_before;
 	s->oom_kill_local = cg_event(cg, "memory.events.local", "oom_kill");
 	s->vmstat_fail = vmstat("alloc_retry_fail") - before;
-	snprintf(needle, sizeof(needle), "memory.alloc_retries=0 of %s reached",
+	/* A report is its failure line and the line naming the cgroup. */
+	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s,",
 		 cg_kernel_path(cg));
-	s->reports = kmsg_count(kmsg, "memory cgroup charge failure", needle);
-	s->traces = trace_count("alloc_retry_fail:", "path=charge",
-				"source=cgroup");
+	s->reports = kmsg_count(kmsg, "memory cgroup charge failure",
+				"memory.alloc_retries=0 reached");
+	if (kmsg_count(kmsg_limit, needle, NULL) < s->reports)
+		s->reports = 0;
+	s->traces = trace_count("alloc_retry_fail:", "oom=memcg",
+				"source=memory.alloc_retries");
 	probe_report(&s->res, s->hog_killed);
 	ksft_print_msg("alloc_retry_fail: %ld local, %ld in the parent, %ld in vmstat; %d reports, %d trace events; probe OOM-killed %ld times; OOM kills under the parent %ld, invoked by the probe %d\n",
 		       s->fail_local, s->fail_parent, s->vmstat_fail,
@@ -161,16 +166,18 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	char needle[PATH_MAX + 64];
 	long before = vmstat("alloc_retry_fail");
 	struct probe_result res;
-	int kmsg, kmsg_oom, i;
+	int kmsg, kmsg_oom, kmsg_limit, i;
 
 	memset(s, 0, sizeof(*s));
 	s->res.bytes = probe_bytes();
-	snprintf(needle, sizeof(needle), "memory.alloc_retries=0 of %s reached",
+	/* A report is its failure line and the line naming the cgroup. */
+	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s,",
 		 cg_kernel_path(cg));
-	/* warn_alloc() prints at most once per 10 s: start with a clean slate. */
+	/* The reports are ratelimited: start with a clean slate. */
 	sleep(11);
 	kmsg = kmsg_mark();
 	kmsg_oom = kmsg_mark();
+	kmsg_limit = kmsg_mark();
 	trace_start();
 	s->hog_killed = true;
 	for (i = 0; i < rounds; i++) {
@@ -190,11 +197,14 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	}
 	s->fail_local = cg_event(cg, "memory.events.local", "alloc_retry_fail");
 	s->vmstat_fail = vmstat("alloc_retry_fail") - before;
-	s->reports = kmsg_count(kmsg, "page allocation failure", needle);
+	s->reports = kmsg_count(kmsg, "page allocation failure",
+				"memory.alloc_retries=0 reached");
+	if (kmsg_count(kmsg_limit, needle, NULL) < s->reports)
+		s->reports = 0;
 	s->invoked = kmsg_count(kmsg_oom, "retry-probe invoked oom-killer",
 				NULL);
-	s->traces = trace_count("alloc_retry_fail:", "path=page",
-				"source=cgroup");
+	s->traces = trace_count("alloc_retry_fail:", "oom=global",
+				"source=memory.alloc_retries");
 	ksft_print_msg("%d rounds: %ld ENOMEM; alloc_retry_fail: %ld local, %ld in vmstat; %d reports, %d trace events; OOM-killer invocations by the probe %d\n",
 		       i + (i < rounds), s->res.enomem, s->fail_local,
 		       s->vmstat_fail, s->reports, s->traces, s->invoked);

@@ -26,7 +26,9 @@
  *
  * Cases: memcg OOM (memory.max on the workload) and global OOM (the guest's
  * memory), with the limit set through memory.alloc_retries or, for global
- * OOM, vm.retry_allocation_attempts.  Each case runs several times (the
+ * OOM, vm.retry_allocation_attempts; and, for comparison, memcg OOM
+ * without a limit but with memory.oom.group=1, which ends the lockup by
+ * killing the whole workload.  Each case runs several times (the
  * environment's ALLOC_LOCKUP_REPEAT, if set, for the cases that make demo
  * counts) and every run must hold its case's properties.  Every run is a
  * row of $ALLOC_TEST_RESULTS/lockup/runs.json; make demo renders them.
@@ -102,6 +104,8 @@ struct run {
 	 * every kill frees memory the holder's call goes on with.
 	 */
 	bool unlocked;
+	/* memory.oom.group=1 on the workload: what an operator has today. */
+	bool oom_group;
 };
 
 /* Written by the workload's tasks, read by the test. */
@@ -146,28 +150,31 @@ static bool ends_without_spree(const struct run *r, const struct outcome *o);
 static bool kills_at_most_n(const struct run *r, const struct outcome *o);
 static bool holder_fails_within_n(const struct run *r,
 				  const struct outcome *o);
+static bool kills_the_group(const struct run *r, const struct outcome *o);
 
 static const struct run runs[] = {
 	{ "test_memcg_oom_without_limit_kills_past_the_victim",
-	  "memcg", true, "max", false, 1, reproduces, false },
+	  "memcg", true, "max", false, 1, reproduces, false, false },
+	{ "test_memcg_oom_group_kills_the_whole_workload",
+	  "memcg", true, "max", false, COUNTED, kills_the_group, false, true },
 	{ "test_memcg_oom_cgroup_limit_0_kills_nobody",
-	  "memcg", true, "0", false, COUNTED, kills_nobody, false },
+	  "memcg", true, "0", false, COUNTED, kills_nobody, false, false },
 	{ "test_memcg_oom_cgroup_limit_n_ends_without_spree",
-	  "memcg", true, SMALL_N, false, COUNTED, ends_without_spree, false },
+	  "memcg", true, SMALL_N, false, COUNTED, ends_without_spree, false, false },
 	{ "test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call",
-	  "memcg", true, SMALL_N, false, 2, kills_at_most_n, true },
+	  "memcg", true, SMALL_N, false, 2, kills_at_most_n, true, false },
 	{ "test_global_oom_cgroup_limit_0_ends_without_spree",
-	  "global", false, "0", false, COUNTED, ends_without_spree, false },
+	  "global", false, "0", false, COUNTED, ends_without_spree, false, false },
 	{ "test_global_oom_cgroup_limit_1_ends_without_spree",
-	  "global", false, "1", false, COUNTED, ends_without_spree, false },
+	  "global", false, "1", false, COUNTED, ends_without_spree, false, false },
 	{ "test_global_oom_cgroup_limit_n_ends_without_spree",
-	  "global", false, SMALL_N, false, 2, ends_without_spree, false },
+	  "global", false, SMALL_N, false, 2, ends_without_spree, false, false },
 	{ "test_global_oom_sysctl_0_ends_without_spree",
-	  "global", false, "0", true, 2, ends_without_spree, false },
+	  "global", false, "0", true, 2, ends_without_spree, false, false },
 	{ "test_global_oom_sysctl_n_holder_fails_within_n",
-	  "global", false, SMALL_N, true, 1, holder_fails_within_n, false },
+	  "global", false, SMALL_N, true, 1, holder_fails_within_n, false, false },
 	{ "test_global_oom_without_limit_kills_past_the_victim",
-	  "global", false, "max", false, 1, reproduces, false },
+	  "global", false, "max", false, 1, reproduces, false, false },
 };
 
 /* Every run of every case so far, for runs.json. */
@@ -180,9 +187,10 @@ static const char *label(const struct run *r)
 {
 	static char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s %s%s%s", r->name, r->policy,
+	snprintf(buf, sizeof(buf), "%s %s%s%s%s", r->name, r->policy,
 		 r->via_sysctl ? " (sysctl)" : "",
-		 r->unlocked ? " (no lock)" : "");
+		 r->unlocked ? " (no lock)" : "",
+		 r->oom_group ? " (memory.oom.group=1)" : "");
 	return buf;
 }
 
@@ -372,7 +380,8 @@ static void workload_create(const struct run *r)
 	cg_destroy(workload);
 	if (cg_create(workload) ||
 	    cg_write(workload, "memory.max", r->memcg ? MEMCG_MAX : "max") ||
-	    alloc_retries_set(workload, r->via_sysctl ? "max" : r->policy))
+	    alloc_retries_set(workload, r->via_sysctl ? "max" : r->policy) ||
+	    (r->oom_group && cg_write(workload, "memory.oom.group", "1")))
 		ksft_exit_fail_msg("cannot set up %s\n", workload);
 }
 
@@ -673,7 +682,8 @@ static void runs_write(void)
 		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
 			r->test, r->unlocked ? "memcg, victim not on the lock" :
 					       r->name, r->policy,
-			r->via_sysctl ? "sysctl" : "cgroup",
+			r->via_sysctl ? "sysctl" :
+			r->oom_group ? "oom.group" : "cgroup",
 			o->set_up ? "true" : "false",
 			o->hung ? "true" : "false",
 			no_spree(o) ? "true" : "false", o->kills_in,
@@ -770,6 +780,19 @@ static bool holder_fails_within_n(const struct run *r,
 				  const struct outcome *o)
 {
 	return o->set_up && !o->hung && holder_failed(o, atoi(r->policy));
+}
+
+/*
+ * memory.oom.group=1 without a limit, today's remedy: the first OOM kill
+ * takes the whole workload, the holder with it, so its call ends and the
+ * lock with it, and the lockup ends with the workload: nothing of it
+ * runs on, and nothing outside it is killed.
+ */
+static bool kills_the_group(const struct run *r, const struct outcome *o)
+{
+	return o->set_up && !o->hung && o->kills_out == 0 &&
+	       WIFSIGNALED(o->holder_status) && WIFSIGNALED(o->victim_status) &&
+	       o->bystanders_ran_on == 0 && o->kills_in >= 2 + BYSTANDERS;
 }
 
 /* How many runs of @r. */
