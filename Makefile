@@ -15,8 +15,12 @@ CONTAINERS := $(BUILD)/containers
 # Changes only when the staged systemd build does (qemu/build-systemd).
 SYSTEMD_SUM := $(BUILD)/systemd/stage.sum
 
+# The series' own cgroup kselftests (tools/testing/selftests/cgroup in the
+# kernel tree), built by their Makefile beside the guest programs.
+KSELFTESTS := test_alloc_retries
+KSELFTEST_DIR := $(KSRC)/tools/testing/selftests/cgroup
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
-	$(wildcard cgroup-tests/test_*.c)))))
+	$(wildcard cgroup-tests/test_*.c)))) $(KSELFTESTS))
 TESTS ?= $(ALL_TESTS)
 # The series' KUnit suites, run by the guest kernel at boot.
 KUNIT_SUITES := alloc_retry
@@ -40,13 +44,19 @@ ifeq ($(shell [ "$(LOCKUP_REPEAT)" -ge 1 ] 2>/dev/null && [ "$(LOCKUP_REPEAT)" -
 $(error LOCKUP_REPEAT must be a count from 1 to 1000, not "$(LOCKUP_REPEAT)")
 endif
 export LOCKUP_REPEAT
+# Boots of each kernel, stock and patched, in make bench.
+BENCH_BOOTS ?= 3
+ifeq ($(shell [ "$(BENCH_BOOTS)" -ge 3 ] 2>/dev/null && [ "$(BENCH_BOOTS)" -le 50 ] 2>/dev/null && echo ok),)
+$(error BENCH_BOOTS must be a count from 3 to 50, not "$(BENCH_BOOTS)")
+endif
+export BENCH_BOOTS
 ifeq ($(filter auto tcg,$(ACCEL)),)
 $(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not "$(ACCEL)")
 endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath clean help FORCE
+.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath bench cover-letter clean help FORCE
 
 all: check
 
@@ -77,13 +87,22 @@ $(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build-image $(shell find qemu/gues
 image: $(IMAGE) ## the guest root disk
 
 # The guest programs build against the unpacked kernel tree's kselftest
-# harness, so they come after the kernel.
-progs: kernel ## the guest programs in cgroup-tests/
+# harness, so they come after the kernel.  A kselftest the series does not
+# add (yet) is not built: its test then fails for want of a program.
+progs: kernel ## the guest programs in cgroup-tests/ and the series' cgroup kselftests
 	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
+	@mkdir -p $(PROGS); for t in $(KSELFTESTS); do \
+		if [ -e $(KSELFTEST_DIR)/$$t.c ]; then \
+			$(MAKE) -s -C $(KSELFTEST_DIR) OUTPUT=$(PROGS) $(PROGS)/$$t || exit; \
+		else \
+			echo "progs: $$t: the kernel series does not add tools/testing/selftests/cgroup/$$t.c" >&2; \
+			rm -f $(PROGS)/$$t; \
+		fi; \
+	done
 
 # Each prefix of the series must build: the bisectability of the series.
 bisect: deps ## build the kernel at every patch of the series, then the whole series
-	@n=$$(ls patches/linux/*.patch | wc -l); for k in $$(seq 1 $$n); do \
+	@n=$$(ls patches/linux/*.patch | grep -vc /0000-cover-letter.patch); for k in $$(seq 1 $$n); do \
 		echo "bisect: patches 1..$$k of $$n"; \
 		SERIES_UPTO=$$k qemu/build-kernel || exit 1; \
 	done
@@ -93,6 +112,10 @@ containers: deps ## the container workloads, bundle templates and scenario runne
 
 lint: kernel ## checkpatch --strict and shellcheck, as TAP
 	@qemu/lint $(KSRC)
+
+# The tables come from the last make demo and make bench.
+cover-letter: kernel ## write patches/linux/0000-cover-letter.patch from patches/cover-letter.in and the tables of make demo and make bench
+	@qemu/cover-letter $(KSRC) $(BUILD)/demo/report $(BUILD)/bench patches/linux/0000-cover-letter.patch
 
 fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 	@qemu/compare-fastpath
@@ -126,6 +149,17 @@ demo: kernel image progs containers ## boot the guest, run containers with mixed
 	@cp $(BUILD)/demo/results/lockup/runs.json $(BUILD)/demo/report/lockup-runs.json
 	@echo; echo "The lockup of the 2015 RFC under each policy ($(BUILD)/demo/report/lockup.md):"
 	@qemu/lockup-report $(BUILD)/demo/report/lockup-runs.json $(BUILD)/demo/report/lockup.md
+
+# The unpatched kernel (tag base, the patched kernel's .config) and the
+# patched one booted in turn, BENCH_BOOTS times each, under
+# instruction-counted TCG with one vCPU: about 1 min to the job, 2 min of
+# bench (no other load on the host).
+bench: export RUN_TIMEOUT = 1200
+bench: kernel image ## build the unpatched kernel too, boot both in turn under icount, print what the series costs and the stall it saves
+	@qemu/build-stock-kernel
+	@$(MAKE) -s -C bench O=$(BUILD)/bench/bin
+	@qemu/bench $(BZIMAGE) $(BUILD)/bench/stock/kernel-obj/arch/x86/boot/bzImage \
+		$(IMAGE) $(BUILD)/bench/bin $(BUILD)/bench
 
 shell: kernel image progs containers ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell,,shell)

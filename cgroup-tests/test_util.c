@@ -452,31 +452,6 @@ int alloc_retries_set(const char *cgroup, const char *val)
 	return write_file_errno(path, val, strlen(val));
 }
 
-/* @s on one line, for a TAP diagnostic: newlines become "|". */
-static const char *one_line(char *s)
-{
-	char *p;
-
-	for (p = s; *p; p++)
-		if (*p == '\n')
-			*p = '|';
-	return s;
-}
-
-bool alloc_retries_effective_is(const char *cgroup, const char *want)
-{
-	char got[PATH_MAX + 64], w[PATH_MAX + 64];
-
-	if (cg_read(cgroup, "memory.alloc_retries.effective", got, sizeof(got)))
-		got[0] = '\0';
-	if (!strcmp(got, want))
-		return true;
-	snprintf(w, sizeof(w), "%s", want);
-	ksft_print_msg("%s/memory.alloc_retries.effective: \"%s\", want \"%s\"\n",
-		       cgroup, one_line(got), one_line(w));
-	return false;
-}
-
 const char *cg_kernel_path(const char *cgroup)
 {
 	static const char mount[] = "/sys/fs/cgroup";

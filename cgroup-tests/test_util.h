@@ -126,8 +126,6 @@ void probe_report(const struct probe_result *res, bool hog_oom_killed);
 
 /* memory.alloc_retries of @cgroup: write @val, 0 or -errno. */
 int alloc_retries_set(const char *cgroup, const char *val);
-/* Does memory.alloc_retries.effective of @cgroup read exactly @want? */
-bool alloc_retries_effective_is(const char *cgroup, const char *want);
 /* @cgroup's path from the hierarchy's root, as the kernel prints it. */
 const char *cg_kernel_path(const char *cgroup);
 /* A key of memory.events (hierarchical) or memory.events.local. */
