@@ -799,8 +799,8 @@ static bool holder_fails_within_n(const struct run *r,
 static bool holder_never_kills_past_the_victim(const struct run *r,
 					       const struct outcome *o)
 {
-	return o->set_up && !o->hung && contained(r, o) &&
-	       holder_failed(o, atoi(r->policy)) && o->holder_invoked <= 1;
+	return holder_fails_within_n(r, o) && contained(r, o) &&
+	       o->holder_invoked <= 1;
 }
 
 /*
