@@ -12,7 +12,7 @@ ROOTFS := $(BUILD)/guest/rootfs
 IMAGE := $(BUILD)/guest/rootfs.img
 PROGS := $(BUILD)/cgroup-tests
 CONTAINERS := $(BUILD)/containers
-# Changes only when the staged systemd build does (qemu/build-systemd).
+# Changes only when the staged systemd build does (qemu/build/systemd).
 SYSTEMD_SUM := $(BUILD)/systemd/stage.sum
 
 # The series' own cgroup kselftests (tools/testing/selftests/cgroup in the
@@ -20,15 +20,11 @@ SYSTEMD_SUM := $(BUILD)/systemd/stage.sum
 KSELFTESTS := test_alloc_retries
 KSELFTEST_DIR := $(KSRC)/tools/testing/selftests/cgroup
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
-	$(wildcard cgroup-tests/test_*.c)))) $(KSELFTESTS))
+	$(wildcard cgroup-tests/test_*.c cgroup-tests/test_*.sh)))) $(KSELFTESTS))
 TESTS ?= $(ALL_TESTS)
 # The series' KUnit suites, run by the guest kernel at boot.
 KUNIT_SUITES := alloc_retry
 ACCEL ?= auto
-# Last in a boot: without a retry limit it OOM-kills system tasks, as the
-# lockup it reproduces does.
-LAST_TESTS := test_oom_lockup
-TESTS_IN_ORDER := $(filter-out $(LAST_TESTS),$(TESTS)) $(filter $(LAST_TESTS),$(TESTS))
 
 # Bad input stops make before it changes anything.
 unknown := $(filter-out $(ALL_TESTS),$(TESTS))
@@ -56,7 +52,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath bench cover-letter clean help FORCE
+.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -64,25 +60,25 @@ help: ## this list
 	@sed -n 's/^\([a-z]*\):.*## \(.*\)/make \1\t\2/p' Makefile
 
 deps: ## install missing host packages (apt-get)
-	@qemu/install-deps
+	@qemu/build/install-deps
 
 kernel: deps ## unpack linux-source-6.12, apply patches/linux/, build bzImage
-	@qemu/build-kernel
+	@qemu/build/kernel
 
-$(ROOTFS)/.done: qemu/build-rootfs qemu/apt-sources | deps
-	@qemu/build-rootfs $(ROOTFS)
+$(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
+	@qemu/build/rootfs $(ROOTFS)
 	@touch $@
 
 rootfs: $(ROOTFS)/.done ## the cached Debian bookworm tree
 
 # Always run; it rewrites $(SYSTEMD_SUM) only when the stage changed.
 $(SYSTEMD_SUM): $(ROOTFS)/.done FORCE
-	@qemu/build-systemd $(ROOTFS)
+	@qemu/build/systemd $(ROOTFS)
 
 systemd: $(SYSTEMD_SUM) ## fetch Debian's systemd source, apply patches/systemd/, build PID 1, systemctl, systemd-run
 
-$(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build-image $(shell find qemu/guest -type f)
-	@qemu/build-image $(ROOTFS) $(BUILD)/systemd/stage $@
+$(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build/image $(shell find qemu/guest/root -type f)
+	@qemu/build/image $(ROOTFS) $(BUILD)/systemd/stage $@
 
 image: $(IMAGE) ## the guest root disk
 
@@ -98,27 +94,30 @@ progs: kernel ## the guest programs in cgroup-tests/ and the series' cgroup ksel
 bisect: deps ## build the kernel at every patch of the series, then the whole series
 	@n=$$(ls patches/linux/*.patch | grep -vc /0000-cover-letter.patch); for k in $$(seq 1 $$n); do \
 		echo "bisect: patches 1..$$k of $$n"; \
-		SERIES_UPTO=$$k qemu/build-kernel || exit 1; \
+		SERIES_UPTO=$$k qemu/build/kernel || exit 1; \
 	done
 
 containers: deps ## the container workloads, bundle templates and scenario runner
 	@$(MAKE) -s -C container-images O=$(CONTAINERS)
 
 lint: kernel ## checkpatch --strict and shellcheck, as TAP
-	@qemu/lint $(KSRC)
+	@qemu/checks/lint $(KSRC)
 
 # The tables come from the last make demo and make bench.
 cover-letter: kernel ## write patches/linux/0000-cover-letter.patch from patches/cover-letter.in and the tables of make demo and make bench
-	@qemu/cover-letter $(KSRC) $(BUILD)/demo/report $(BUILD)/bench patches/linux/0000-cover-letter.patch
+	@qemu/report/cover-letter $(KSRC) $(BUILD)/demo/report $(BUILD)/bench patches/linux/0000-cover-letter.patch
+
+readme: ## write README's tables and Documentation/containers-latency.png from the last make demo and make bench
+	@qemu/report/report readme README.md $(BUILD)/demo $(BUILD)/bench
 
 fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
-	@qemu/compare-fastpath
+	@qemu/checks/compare-fastpath
 
 # boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
-	@qemu/build-job $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
-	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) $(4) || true
+	@qemu/build/job-disk $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
+	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) || true
 endef
 
 # test_oom_lockup runs each of its cases several times: about 8 min.
@@ -126,23 +125,18 @@ check: export TEST_TIMEOUT = 1200
 check: export RUN_TIMEOUT = 2400
 check: kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
-	$(call boot,tests,$(BUILD)/check,$(TESTS_IN_ORDER))
+	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
-	@qemu/lint $(KSRC) > $(BUILD)/check/host/static.tap
+	@qemu/checks/lint $(KSRC) > $(BUILD)/check/host/static.tap
 	@echo "check: systemd unit tests on the host"
-	@qemu/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
-	@qemu/report $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
+	@qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
+	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))
 demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
 	$(call boot,demo,$(BUILD)/demo)
-	@[ "$$(cat $(BUILD)/demo/run.status 2>/dev/null)" = ok ] || \
-		{ echo "demo: the guest did not run its job: $$(cat $(BUILD)/demo/run.status 2>/dev/null)" >&2; exit 1; }
-	@container-images/report $(BUILD)/demo/results/containers $(BUILD)/demo/report
-	@cp $(BUILD)/demo/results/lockup/runs.json $(BUILD)/demo/report/lockup-runs.json
-	@echo; echo "The lockup of the 2015 RFC under each policy ($(BUILD)/demo/report/lockup.md):"
-	@qemu/lockup-report $(BUILD)/demo/report/lockup-runs.json $(BUILD)/demo/report/lockup.md
+	@qemu/report/report demo $(BUILD)/demo
 
 # The unpatched kernel (tag base, the patched kernel's .config) and the
 # patched one booted in turn, BENCH_BOOTS times each, under
@@ -150,13 +144,13 @@ demo: kernel image progs containers ## boot the guest, run containers with mixed
 # to the job) on a busy 2-core host; the limit leaves room for a slower one.
 bench: export RUN_TIMEOUT = 1200
 bench: kernel image ## build the unpatched kernel too, boot both in turn under icount, print what the series costs and the stall it saves
-	@qemu/build-stock-kernel
+	@qemu/build/stock-kernel
 	@$(MAKE) -s -C bench O=$(BUILD)/bench/bin
-	@qemu/bench $(BZIMAGE) $(BUILD)/bench/stock/kernel-obj/arch/x86/boot/bzImage \
+	@qemu/bench $(BZIMAGE) $(BUILD)/stock/kernel-obj/arch/x86/boot/bzImage \
 		$(IMAGE) $(BUILD)/bench/bin $(BUILD)/bench
 
 shell: kernel image progs containers ## boot the guest into a root shell on the console
-	$(call boot,shell,$(BUILD)/shell,,shell)
+	$(call boot,shell,$(BUILD)/shell)
 
 clean: ## remove build/ (ccache is kept)
 	rm -rf $(BUILD)

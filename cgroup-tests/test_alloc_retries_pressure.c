@@ -43,6 +43,7 @@
 
 static const char *root;
 static char *parent, *hog;
+static pid_t main_pid;
 
 /* What one side of a round saw. */
 struct side {
@@ -53,9 +54,11 @@ struct side {
 	int invoked;		/* OOM-killer invocations by the probe */
 };
 
-static char *side_cgroup(const char *name, const char *limit)
+/* A fresh cgroup @name under @under with memory.alloc_retries @limit. */
+static char *side_cgroup(const char *under, const char *name,
+			 const char *limit)
 {
-	char *cg = cg_name(parent, name);
+	char *cg = cg_name(under, name);
 
 	cg_destroy(cg);
 	if (cg_create(cg) || alloc_retries_set(cg, limit))
@@ -106,7 +109,7 @@ static void memcg_setup(void)
 
 static int test_memcg_oom_failure_reported(void)
 {
-	char *cg = side_cgroup("fast", "0");
+	char *cg = side_cgroup(parent, "fast", "0");
 	struct side s;
 	int ret;
 
@@ -126,7 +129,7 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	char needle[PATH_MAX + 64];
 	long before = vmstat("alloc_retry_fail");
 	struct probe_result res;
-	int kmsg, kmsg_oom, kmsg_limit, i;
+	int kmsg, kmsg_oom, kmsg_limit, i, ret = 0;
 
 	memset(s, 0, sizeof(*s));
 	s->res.bytes = probe_bytes();
@@ -143,8 +146,10 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	for (i = 0; i < rounds; i++) {
 		bool killed;
 
-		if (pressure_round(hog_cg, cg, &res, &killed))
-			return -1;
+		if (pressure_round(hog_cg, cg, &res, &killed)) {
+			ret = -1;
+			break;
+		}
 		probe_report(&res, killed);
 		s->hog_killed &= killed;
 		s->res.calls += res.calls;
@@ -168,20 +173,19 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	ksft_print_msg("%d rounds: %ld ENOMEM; alloc_retry_fail: %ld local, %ld in vmstat; %d reports, %d trace events; OOM-killer invocations by the probe %d\n",
 		       i + (i < rounds), s->res.enomem, s->fail_local,
 		       s->vmstat_fail, s->reports, s->traces, s->invoked);
-	return 0;
+	free(hog_cg);
+	return ret;
 }
 
 static int test_global_oom_fast_cgroup_fails(void)
 {
-	char *cg = cg_name(root, "global-fast");
+	char *cg = side_cgroup(root, "global-fast", "0");
 	struct side s;
 	int ret;
 
-	cg_destroy(cg);
-	if (cg_create(cg) || alloc_retries_set(cg, "0"))
-		return KSFT_FAIL;
 	ret = global_rounds(cg, GLOBAL_FAST_ROUNDS, true, &s);
 	cg_destroy(cg);
+	free(cg);
 	/* Others may still have the hog killed; the probe never does. */
 	return !ret && !s.invoked && s.res.enomem > 0 &&
 	       !s.res.other_errors && s.fail_local > 0 &&
@@ -191,15 +195,13 @@ static int test_global_oom_fast_cgroup_fails(void)
 
 static int test_global_oom_legacy_cgroup_waits(void)
 {
-	char *cg = cg_name(root, "global-legacy");
+	char *cg = side_cgroup(root, "global-legacy", "max");
 	struct side s;
 	int ret;
 
-	cg_destroy(cg);
-	if (cg_create(cg))
-		return KSFT_FAIL;
 	ret = global_rounds(cg, GLOBAL_LEGACY_ROUNDS, false, &s);
 	cg_destroy(cg);
+	free(cg);
 	return !ret && s.hog_killed && !s.res.enomem && !s.res.other_errors &&
 	       (size_t)s.res.bytes == probe_bytes() && !s.fail_local ?
 		KSFT_PASS : KSFT_FAIL;
@@ -229,7 +231,7 @@ static int test_rmdir_and_writes_under_pressure(void)
 	char *cg;
 
 	for (i = 0; i < RACE_ROUNDS && !failed; i++) {
-		cg = side_cgroup("race", i % 2 ? "0" : "max");
+		cg = side_cgroup(parent, "race", i % 2 ? "0" : "max");
 		flipper = flipper_start(parent, cg);
 		hog_pid = hog_start(hog, MEMCG_MAX * 3 / 4 -
 				    cg_read_long(parent, "memory.current"));
@@ -250,6 +252,7 @@ static int test_rmdir_and_writes_under_pressure(void)
 			ksft_print_msg("rmdir %s: %s\n", cg, strerror(errno));
 			failed = 1;
 		}
+		free(cg);
 	}
 	alloc_retries_set(parent, "max");
 	/* Nothing stays charged once all of it has gone. */
@@ -268,9 +271,22 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_rmdir_and_writes_under_pressure),
 };
 
+/* Not in a child that exits through kselftest: only the test's own. */
+static void memcg_teardown(void)
+{
+	if (getpid() != main_pid)
+		return;
+	cg_destroy(parent);
+	free(hog);
+	free(parent);
+}
+
 int main(void)
 {
 	root = test_cgroup_root();
+	main_pid = getpid();
 	memcg_setup();
+	/* run_tests() exits with the result: tear down on the way out. */
+	atexit(memcg_teardown);
 	run_tests(tests, ARRAY_SIZE(tests));
 }

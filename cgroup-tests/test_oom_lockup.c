@@ -89,9 +89,9 @@
 
 struct outcome;
 
+/* A case: how its runs are set up, and what must hold of each. */
 struct run {
-	const char *test;	/* the TAP test case */
-	const char *name;
+	const char *test;	/* the TAP test case: its function */
 	bool memcg;		/* memcg OOM, else global OOM */
 	const char *policy;	/* "max", "0", "1" or SMALL_N */
 	bool via_sysctl;	/* the limit is the sysctl's, not the cgroup's */
@@ -144,54 +144,22 @@ static char *workload, *neighbour;
 static struct shared *sh;
 static int lock_fd, ready[2], go[2];
 
-static bool reproduces(const struct run *r, const struct outcome *o);
-static bool kills_nobody(const struct run *r, const struct outcome *o);
-static bool ends_without_spree(const struct run *r, const struct outcome *o);
-static bool kills_at_most_n(const struct run *r, const struct outcome *o);
-static bool holder_fails_within_n(const struct run *r,
-				  const struct outcome *o);
-static bool kills_the_group(const struct run *r, const struct outcome *o);
-static bool holder_never_kills_past_the_victim(const struct run *r,
-					       const struct outcome *o);
-
-static const struct run runs[] = {
-	{ "test_memcg_oom_without_limit_kills_past_the_victim",
-	  "memcg", true, "max", false, 1, reproduces, false, false },
-	{ "test_memcg_oom_group_kills_the_whole_workload",
-	  "memcg", true, "max", false, COUNTED, kills_the_group, false, true },
-	{ "test_memcg_oom_cgroup_limit_0_kills_nobody",
-	  "memcg", true, "0", false, COUNTED, kills_nobody, false, false },
-	{ "test_memcg_oom_cgroup_limit_n_ends_without_spree",
-	  "memcg", true, SMALL_N, false, COUNTED, ends_without_spree, false, false },
-	{ "test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call",
-	  "memcg", true, SMALL_N, false, 2, kills_at_most_n, true, false },
-	{ "test_global_oom_cgroup_limit_0_ends_without_spree",
-	  "global", false, "0", false, COUNTED, ends_without_spree, false, false },
-	{ "test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim",
-	  "global", false, "1", false, COUNTED,
-	  holder_never_kills_past_the_victim, false, false },
-	{ "test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim",
-	  "global", false, SMALL_N, false, 2,
-	  holder_never_kills_past_the_victim, false, false },
-	{ "test_global_oom_sysctl_0_ends_without_spree",
-	  "global", false, "0", true, 2, ends_without_spree, false, false },
-	{ "test_global_oom_sysctl_n_holder_fails_within_n",
-	  "global", false, SMALL_N, true, 1, holder_fails_within_n, false, false },
-	{ "test_global_oom_without_limit_kills_past_the_victim",
-	  "global", false, "max", false, 1, reproduces, false, false },
-};
-
 /* Every run of every case so far, for runs.json. */
 static struct outcome *outcomes;
 static const struct run **outcome_case;
 static size_t runs_done, runs_max;
+
+static const char *oom_of(const struct run *r)
+{
+	return r->memcg ? "memcg" : "global";
+}
 
 /* "global 0 (sysctl)": how the messages name a run. */
 static const char *label(const struct run *r)
 {
 	static char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s %s%s%s%s", r->name, r->policy,
+	snprintf(buf, sizeof(buf), "%s %s%s%s%s", oom_of(r), r->policy,
 		 r->via_sysctl ? " (sysctl)" : "",
 		 r->unlocked ? " (no lock)" : "",
 		 r->oom_group ? " (memory.oom.group=1)" : "");
@@ -319,56 +287,20 @@ static int holder_main(const char *cgroup, void *arg)
 	return 0;
 }
 
-/* /proc/@pid/@item into @buf, without its newline; "" if unreadable. */
-static void proc_item(pid_t pid, const char *item, char *buf, size_t size)
-{
-	ssize_t len = proc_read_text(pid, false, item, buf, size);
-
-	if (len <= 0)
-		len = 0;
-	buf[len] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 /*
- * Is @pid in shmem_fallocate(), in state @state (0: any), with @frame on
- * its kernel stack?  The stack leaves out the scheduler and the locking
- * functions: a task asleep on the inode lock has shmem_fallocate+ on top.
+ * Wait until @pid is in fallocate(), in @state, with @frame on top of its
+ * kernel stack; if it never is, say what /proc showed.  The stack leaves
+ * out the scheduler and the locking functions: a task asleep on the inode
+ * lock has shmem_fallocate+ on top.
  */
-static bool in_fallocate(pid_t pid, char state, const char *frame,
-			 char *seen, size_t size)
-{
-	char buf[4096], *p;
-
-	proc_item(pid, "syscall", buf, sizeof(buf));
-	snprintf(seen, size, "syscall \"%.40s\"", buf);
-	if (strtol(buf, &p, 10) != SYS_fallocate || p == buf)
-		return false;
-	if (state) {
-		proc_item(pid, "stat", buf, sizeof(buf));
-		p = strrchr(buf, ')');
-		snprintf(seen, size, "state %c", p && p[1] ? p[2] : '?');
-		if (!p || p[1] != ' ' || p[2] != state)
-			return false;
-	}
-	if (proc_read_text(pid, false, "stack", buf, sizeof(buf)) <= 0)
-		buf[0] = '\0';
-	for (p = buf; *p; p++)
-		if (*p == '\n')
-			*p = '|';
-	snprintf(seen, size, "stack %.400s", buf);
-	p = strstr(buf, "] ");
-	return strstr(buf, "shmem_fallocate") && p && strstr(p, frame) == p + 2;
-}
-
-/* Wait for in_fallocate(); if it never is, say what /proc showed. */
 static bool wait_in_fallocate(const char *who, pid_t pid, char state,
 			      const char *frame)
 {
 	double end = now_s() + SETUP_TIMEOUT_S;
 	char seen[512];
 
-	while (!in_fallocate(pid, state, frame, seen, sizeof(seen))) {
+	while (!task_in_syscall(pid, SYS_fallocate, state, "shmem_fallocate",
+				frame, seen, sizeof(seen))) {
 		if (now_s() > end || usleep(20000)) {
 			ksft_print_msg("the %s never got to %s: %s\n", who,
 				       frame, seen);
@@ -683,9 +615,9 @@ static void runs_write(void)
 		char said[64];
 
 		holder_said(o, said, sizeof(said));
-		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
-			r->test, r->unlocked ? "memcg, victim not on the lock" :
-					       r->name, r->policy,
+		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"victim_on_lock\": %s, \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
+			r->test, oom_of(r), r->unlocked ? "false" : "true",
+			r->policy,
 			r->via_sysctl ? "sysctl" :
 			r->oom_group ? "oom.group" : "cgroup",
 			o->set_up ? "true" : "false",
@@ -869,11 +801,9 @@ static bool run_one(const struct run *r, int i, int n)
 	return r->check(r, o);
 }
 
-/* The test case of the next entry of runs[]: every run must hold. */
-static int run_next(void)
+/* A case: every one of its runs must hold. */
+static int run_case(const struct run *r)
 {
-	static size_t next;
-	const struct run *r = &runs[next++];
 	int i, n = repeat_of(r), passed = 0;
 
 	for (i = 0; i < n; i++)
@@ -882,10 +812,136 @@ static int run_next(void)
 	return passed == n ? KSFT_PASS : KSFT_FAIL;
 }
 
+/*
+ * The cases, in the order they run.  Each run's outcome is kept for
+ * runs.json: the struct run a case passes lives as long as the program.
+ */
+static int test_memcg_oom_without_limit_kills_past_the_victim(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = "max",
+		.repeat = 1, .check = reproduces,
+	};
+
+	return run_case(&r);
+}
+
+static int test_memcg_oom_group_kills_the_whole_workload(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = "max",
+		.repeat = COUNTED, .check = kills_the_group, .oom_group = true,
+	};
+
+	return run_case(&r);
+}
+
+static int test_memcg_oom_cgroup_limit_0_kills_nobody(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = "0",
+		.repeat = COUNTED, .check = kills_nobody,
+	};
+
+	return run_case(&r);
+}
+
+static int test_memcg_oom_cgroup_limit_n_ends_without_spree(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = SMALL_N,
+		.repeat = COUNTED, .check = ends_without_spree,
+	};
+
+	return run_case(&r);
+}
+
+static int test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = SMALL_N,
+		.repeat = 2, .check = kills_at_most_n, .unlocked = true,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_cgroup_limit_0_ends_without_spree(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = "0",
+		.repeat = COUNTED, .check = ends_without_spree,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = "1",
+		.repeat = COUNTED, .check = holder_never_kills_past_the_victim,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = SMALL_N,
+		.repeat = 2, .check = holder_never_kills_past_the_victim,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_sysctl_0_ends_without_spree(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = "0", .via_sysctl = true,
+		.repeat = 2, .check = ends_without_spree,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_sysctl_n_holder_fails_within_n(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = SMALL_N, .via_sysctl = true,
+		.repeat = 1, .check = holder_fails_within_n,
+	};
+
+	return run_case(&r);
+}
+
+/* Last: without a limit it OOM-kills tasks outside the workload. */
+static int test_global_oom_without_limit_kills_past_the_victim(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = "max",
+		.repeat = 1, .check = reproduces,
+	};
+
+	return run_case(&r);
+}
+
 int main(void)
 {
-	struct test_case tests[ARRAY_SIZE(runs)];
-	size_t i;
+	static const struct test_case tests[] = {
+		TEST_CASE(test_memcg_oom_without_limit_kills_past_the_victim),
+		TEST_CASE(test_memcg_oom_group_kills_the_whole_workload),
+		TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_nobody),
+		TEST_CASE(test_memcg_oom_cgroup_limit_n_ends_without_spree),
+		TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call),
+		TEST_CASE(test_global_oom_cgroup_limit_0_ends_without_spree),
+		TEST_CASE(test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim),
+		TEST_CASE(test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim),
+		TEST_CASE(test_global_oom_sysctl_0_ends_without_spree),
+		TEST_CASE(test_global_oom_sysctl_n_holder_fails_within_n),
+		TEST_CASE(test_global_oom_without_limit_kills_past_the_victim),
+	};
 
 	root = test_cgroup_root();
 	workload = cg_name(root, "lockup");
@@ -900,7 +956,5 @@ int main(void)
 	memset(sh, 0, sizeof(*sh));
 	/* The test must outlive the killing it sets off. */
 	set_oom_score_adj(-1000);
-	for (i = 0; i < ARRAY_SIZE(runs); i++)
-		tests[i] = (struct test_case){ run_next, runs[i].test };
 	run_tests(tests, ARRAY_SIZE(tests));
 }

@@ -35,12 +35,28 @@ void run_tests(const struct test_case *tests, size_t n)
 	ksft_finished();
 }
 
+/*
+ * The parent of the test's own cgroup.  The job runs its tests in a leaf
+ * of the cgroup delegated to it, since a cgroup with processes of its own
+ * cannot give its children controllers (the no-internal-process rule):
+ * the tests create their cgroups beside that leaf.
+ */
 const char *test_cgroup_root(void)
 {
-	const char *root = getenv("ALLOC_TEST_CGROUP");
+	static char root[PATH_MAX + sizeof("/sys/fs/cgroup")];
+	char self[PATH_MAX] = "", *slash;
 
-	if (!root)
-		ksft_exit_fail_msg("ALLOC_TEST_CGROUP is not set\n");
+	if (root[0])
+		return root;
+	if (read_text("/proc/self/cgroup", self, sizeof(self)) <= 0 ||
+	    strncmp(self, "0::/", 4))
+		ksft_exit_fail_msg("/proc/self/cgroup: not cgroup v2: %s\n", self);
+	self[strcspn(self, "\n")] = '\0';
+	slash = strrchr(self, '/');
+	if (slash == self + 3)
+		ksft_exit_fail_msg("the test runs in the root cgroup, not in a leaf of one delegated to it\n");
+	*slash = '\0';
+	snprintf(root, sizeof(root), "/sys/fs/cgroup%s", self + 3);
 	return root;
 }
 
@@ -379,22 +395,32 @@ size_t probe_bytes(void)
 	return (size_t)meminfo_kb("MemTotal") * 1024 / 4;
 }
 
-int pressure_round(const char *hog_cgroup, const char *probe_cgroup,
-		   struct probe_result *res, bool *hog_oom_killed)
+/*
+ * A round of pressure: the probe @comm (oom_score_adj @adj) pins
+ * @probe_bytes from @probe_cgroup while a hog in @hog_cgroup holds the
+ * rest of the memory of @parent (whose memory.max is @memory_max), or of
+ * the machine if @parent is NULL.
+ */
+static int round_of(const char *comm, int adj, size_t probe_bytes,
+		    const char *hog_cgroup, const char *parent,
+		    long memory_max, const char *probe_cgroup,
+		    struct probe_result *res, bool *hog_oom_killed)
 {
 	struct probe probe;
 	pid_t hog = -1;
 	int tries;
 
-	/* Never the OOM victim: it must live to see the ENOMEM. */
-	if (probe_start(&probe, "retry-probe", probe_cgroup, -1000,
-			probe_bytes(), 1000000)) {
+	if (probe_start(&probe, comm, probe_cgroup, adj, probe_bytes,
+			1000000)) {
 		ksft_print_msg("probe did not start\n");
 		return -1;
 	}
 	/* A hog that overshoots is OOM-killed while filling: try again. */
 	for (tries = 0; tries < 3 && hog <= 0; tries++)
-		hog = hog_start(hog_cgroup, hog_bytes_for_pressure());
+		hog = hog_start(hog_cgroup, parent ?
+				(size_t)(memory_max * 3 / 4 -
+					 cg_read_long(parent, "memory.current")) :
+				hog_bytes_for_pressure());
 	if (probe_finish(&probe, res) || hog <= 0) {
 		ksft_print_msg("%s\n", hog <= 0 ? "the hog never got its memory" :
 			       "the probe did not exit cleanly");
@@ -406,35 +432,26 @@ int pressure_round(const char *hog_cgroup, const char *probe_cgroup,
 	return 0;
 }
 
+int pressure_round(const char *hog_cgroup, const char *probe_cgroup,
+		   struct probe_result *res, bool *hog_oom_killed)
+{
+	/* Never the OOM victim: it must live to see the ENOMEM. */
+	return round_of("retry-probe", -1000, probe_bytes(), hog_cgroup, NULL,
+			0, probe_cgroup, res, hog_oom_killed);
+}
+
 int memcg_pressure_round(const char *parent, long memory_max,
 			 const char *probe_cgroup, struct probe_result *res,
 			 bool *hog_oom_killed)
 {
 	char *hog_cgroup = cg_name(parent, "hog");
-	struct probe probe;
-	pid_t hog = -1;
-	int tries;
+	int ret;
 
 	/* oom_score_adj 0: the OOM killer may choose it, but must not. */
-	if (probe_start(&probe, "retry-memcg", probe_cgroup, 0,
-			memory_max / 2, 1000000)) {
-		ksft_print_msg("probe did not start\n");
-		return -1;
-	}
-	for (tries = 0; tries < 3 && hog <= 0; tries++)
-		hog = hog_start(hog_cgroup, memory_max * 3 / 4 -
-				cg_read_long(parent, "memory.current"));
-	if (probe_finish(&probe, res) || hog <= 0) {
-		ksft_print_msg("%s\n", hog <= 0 ? "the hog never got its memory" :
-			       "the probe did not exit cleanly");
-		if (hog > 0)
-			hog_stop(hog, hog_cgroup);
-		free(hog_cgroup);
-		return -1;
-	}
-	*hog_oom_killed = hog_stop(hog, hog_cgroup);
+	ret = round_of("retry-memcg", 0, memory_max / 2, hog_cgroup, parent,
+		       memory_max, probe_cgroup, res, hog_oom_killed);
 	free(hog_cgroup);
-	return 0;
+	return ret;
 }
 
 void probe_report(const struct probe_result *res, bool hog_oom_killed)
@@ -480,4 +497,42 @@ long vmstat(const char *key)
 		if (!strncmp(p, key, len) && p[len] == ' ')
 			return strtol(p + len + 1, NULL, 10);
 	ksft_exit_fail_msg("no %s in /proc/vmstat\n", key);
+}
+
+/* /proc/@pid/@item into @buf, without its newline; "" if unreadable. */
+static void proc_item(pid_t pid, const char *item, char *buf, size_t size)
+{
+	ssize_t len = proc_read_text(pid, false, item, buf, size);
+
+	if (len <= 0)
+		len = 0;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
+		     const char *top, char *seen, size_t size)
+{
+	char buf[4096], *p;
+
+	proc_item(pid, "syscall", buf, sizeof(buf));
+	snprintf(seen, size, "syscall \"%.40s\"", buf);
+	if (strtol(buf, &p, 10) != nr || p == buf)
+		return false;
+	if (state) {
+		proc_item(pid, "stat", buf, sizeof(buf));
+		p = strrchr(buf, ')');
+		snprintf(seen, size, "state %c", p && p[1] ? p[2] : '?');
+		if (!p || p[1] != ' ' || p[2] != state)
+			return false;
+	}
+	if (proc_read_text(pid, false, "stack", buf, sizeof(buf)) <= 0)
+		buf[0] = '\0';
+	for (p = buf; *p; p++)
+		if (*p == '\n')
+			*p = '|';
+	snprintf(seen, size, "stack %.400s", buf);
+	/* The top frame: "[<0>] name+0x.../0x..." */
+	p = strstr(buf, "] ");
+	return strstr(buf, in) && p && strstr(p, top) == p + 2;
 }

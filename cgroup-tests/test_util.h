@@ -25,7 +25,7 @@ struct test_case {
 /* Print the TAP plan, run every case, report each, exit with the result. */
 void run_tests(const struct test_case *tests, size_t n);
 
-/* The cgroup the job delegates to tests (ALLOC_TEST_CGROUP). */
+/* Where the tests create their cgroups: their own cgroup's parent. */
 const char *test_cgroup_root(void);
 
 /* Write @val to a /proc or /sys file: 0, or -errno of the failing write. */
@@ -132,5 +132,13 @@ const char *cg_kernel_path(const char *cgroup);
 long cg_event(const char *cgroup, const char *file, const char *key);
 /* A counter of /proc/vmstat. */
 long vmstat(const char *key);
+
+/*
+ * Is @pid in system call @nr, in state @state (0: any), with @in anywhere
+ * on its kernel stack and @top on top of it (/proc/@pid/stack, root
+ * only)?  @seen says what /proc showed, for a message if it is not.
+ */
+bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
+		     const char *top, char *seen, size_t size);
 
 #endif

@@ -12,8 +12,6 @@
  * alone dies of the policy all the same.
  */
 #include <errno.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "workload.h"
@@ -23,14 +21,6 @@
 static bool is_out_of_memory(int ret)
 {
 	return ret == -ENOMEM || ret == -ENFILE;
-}
-
-static void count_out_of_memory(struct workload *w, int ret)
-{
-	if (ret == -ENOMEM)
-		w->enomem++;
-	else
-		w->enfile++;
 }
 
 int main(int argc, char **argv)
@@ -46,7 +36,7 @@ int main(int argc, char **argv)
 		start = now_us();
 		backoff = 1000;
 		while (is_out_of_memory(ret = op_run(kind))) {
-			count_out_of_memory(&w, ret);
+			workload_count_error(&w, ret);
 			if (!workload_time_left(&w))
 				break;
 			usleep(backoff);
@@ -55,18 +45,10 @@ int main(int argc, char **argv)
 		}
 		if (is_out_of_memory(ret))
 			break;		/* the time ran out while retrying */
-		if (ret) {
-			w.other_errors++;
-			snprintf(w.error, sizeof(w.error), "%s %s: %s",
-				 op_name(kind), op_failed_call(), strerror(-ret));
-			w.outcome = "error";
-			workload_write_result(&w);
-			return 1;
-		}
+		if (ret)
+			return workload_fail(&w, kind, ret);
 		workload_record(&w, start);
 		kind = (kind + 1) % NR_OP_KINDS;
 	}
-	w.outcome = "completed";
-	workload_write_result(&w);
-	return 0;
+	return workload_complete(&w);
 }

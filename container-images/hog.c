@@ -34,6 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "result.h"
+
 #define PAGE 4096
 #define CHUNK (64 * PAGE)
 /* A page a millisecond under memory.max, every ten for the machine. */
@@ -124,23 +126,19 @@ static long long room(long long limit, long long margin)
 	return meminfo("MemAvailable:") - margin;
 }
 
+static int hog_json(FILE *f, const void *arg)
+{
+	return fprintf(f, "{\n  \"workload\": \"hog\",\n  \"outcome\": \"%s\",\n"
+		       "  \"fills\": %ld,\n  \"full\": %ld,\n"
+		       "  \"fillers_oom_killed\": %ld\n}\n",
+		       stop ? "completed" : "running", counts->fills,
+		       counts->full, counts->killed);
+}
+
+/* The hog and its fillers write it; the report does without a lost one. */
 static void write_result(void)
 {
-	char tmp[4096];
-	FILE *f;
-
-	/* The hog and a filler may both write: a file each, then rename. */
-	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", result_path, getpid());
-	f = fopen(tmp, "w");
-	if (!f)
-		return;
-	fprintf(f, "{\n  \"workload\": \"hog\",\n  \"outcome\": \"%s\",\n"
-		"  \"fills\": %ld,\n  \"full\": %ld,\n"
-		"  \"fillers_oom_killed\": %ld\n}\n",
-		stop ? "completed" : "running", counts->fills, counts->full,
-		counts->killed);
-	if (!fclose(f))
-		rename(tmp, result_path);
+	result_write(result_path, hog_json, NULL);
 }
 
 static void filler(void)

@@ -6,10 +6,6 @@
  * policy that lets allocations fail under code that cannot handle it shows
  * up in production.
  */
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-
 #include "workload.h"
 
 int main(int argc, char **argv)
@@ -23,23 +19,10 @@ int main(int argc, char **argv)
 	while (workload_time_left(&w)) {
 		start = now_us();
 		ret = op_run(kind);
-		if (ret) {
-			if (ret == -ENOMEM)
-				w.enomem++;
-			else if (ret == -ENFILE)
-				w.enfile++;
-			else
-				w.other_errors++;
-			snprintf(w.error, sizeof(w.error), "%s %s: %s",
-				 op_name(kind), op_failed_call(), strerror(-ret));
-			w.outcome = "error";
-			workload_write_result(&w);
-			return 1;
-		}
+		if (ret)
+			return workload_fail(&w, kind, ret);
 		workload_record(&w, start);
 		kind = (kind + 1) % NR_OP_KINDS;
 	}
-	w.outcome = "completed";
-	workload_write_result(&w);
-	return 0;
+	return workload_complete(&w);
 }

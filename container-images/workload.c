@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "result.h"
 #include "workload.h"
 
 #define PAGE 4096
@@ -297,14 +298,12 @@ void workload_record(struct workload *w, unsigned long long start)
 	w->operations++;
 }
 
-static int write_json(const struct workload *w, const char *path)
+static int write_json(FILE *f, const void *arg)
 {
-	FILE *f = fopen(path, "w");
+	const struct workload *w = arg;
 	bool first;
 	long i;
 
-	if (!f)
-		return -1;
 	fprintf(f, "{\n  \"workload\": \"%s\",\n  \"seconds\": %u,\n"
 		"  \"outcome\": \"%s\",\n  \"error\": \"%s\",\n"
 		"  \"operations\": %ld,\n  \"enomem\": %ld,\n"
@@ -327,33 +326,47 @@ static int write_json(const struct workload *w, const char *path)
 	for (i = 0; i < w->nr_samples; i++)
 		fprintf(f, "%s[%u,%u]", i ? "," : "", w->samples[i].start_ms,
 			w->samples[i].latency_us);
-	fprintf(f, "]\n}\n");
-	if (fflush(f) || ferror(f)) {
-		fclose(f);
-		return -1;
-	}
-	return fclose(f);
+	return fprintf(f, "]\n}\n");
 }
 
+/*
+ * The result file is the harness's, not the workload's behaviour: its
+ * writes retry while the cgroup is full, and a workload that cannot write
+ * it exits 3, which the runner tells from the workload's own outcome.
+ */
 void workload_write_result(struct workload *w)
 {
-	char tmp[4096];
-	int tries;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", w->result_path);
-	/*
-	 * The result file is the harness's, not the workload's behaviour: its
-	 * page cache is charged to this cgroup too, so retry while the cgroup
-	 * is full, for up to ten seconds.
-	 */
-	for (tries = 0; tries < 500; tries++) {
-		if (!write_json(w, tmp) && !rename(tmp, w->result_path))
-			return;
-		if (errno != ENOMEM)
-			break;
-		usleep(20000);
-	}
+	if (!result_write(w->result_path, write_json, w))
+		return;
 	fprintf(stderr, "%s: cannot write %s: %s\n", w->name, w->result_path,
 		strerror(errno));
 	exit(3);
+}
+
+int workload_count_error(struct workload *w, int err)
+{
+	if (err == -ENOMEM)
+		w->enomem++;
+	else if (err == -ENFILE)
+		w->enfile++;
+	else
+		w->other_errors++;
+	return err;
+}
+
+int workload_fail(struct workload *w, enum op_kind kind, int err)
+{
+	workload_count_error(w, err);
+	snprintf(w->error, sizeof(w->error), "%s %s: %s", op_name(kind),
+		 op_failed_call(), strerror(-err));
+	w->outcome = "error";
+	workload_write_result(w);
+	return 1;
+}
+
+int workload_complete(struct workload *w)
+{
+	w->outcome = "completed";
+	workload_write_result(w);
+	return 0;
 }

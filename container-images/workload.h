@@ -60,5 +60,14 @@ const char *op_failed_call(void);
 void workload_record(struct workload *w, unsigned long long start_us);
 /* Write the result file (atomically; retried while the write is ENOMEM). */
 void workload_write_result(struct workload *w);
+/* Count a failed operation's -errno @err by kind; returns @err. */
+int workload_count_error(struct workload *w, int err);
+/*
+ * The end of a workload: @err of operation @kind ended it (counted,
+ * described, outcome "error"), or it ran its time ("completed").  Both
+ * write the result file and return the program's exit status.
+ */
+int workload_fail(struct workload *w, enum op_kind kind, int err);
+int workload_complete(struct workload *w);
 
 #endif

@@ -1,13 +1,11 @@
 #!/usr/bin/env python3
-"""Render make bench: every boot's bench.json (bench/bench.c) as one
+"""make bench: every boot's bench.json (bench/bench.c) as one
 table.  For each loop and configuration: the median over the stock boots
 and over the patched boots (each boot gives the median of its runs), the
 ratio patched/stock, the boot-to-boot spread of each kernel, (max - min) /
 median over its boots, and whether the difference between the kernels
 lies within the larger spread.  Then the stall of a limited and an
 unlimited task under the same memcg pressure (patched kernel only).
-
-    qemu/bench-report BOOTS_DIR OUT_DIR
 
 BOOTS_DIR holds NN-stock/ and NN-patched/ directories (qemu/bench), each
 with results/bench.json; OUT_DIR receives bench.md and bench.json.
@@ -16,6 +14,8 @@ import json
 import os
 import statistics
 import sys
+
+import tables
 
 KERNELS = ("stock", "patched")
 
@@ -30,7 +30,7 @@ def load(boots_dir):
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
         if data["patched"] != (kernel == "patched"):
-            sys.exit(f"bench-report: {path}: the {kernel} boot ran kernel "
+            sys.exit(f"report bench: {path}: the {kernel} boot ran kernel "
                      f"{data['kernel']}, which "
                      f"{'has' if data['patched'] else 'lacks'} "
                      "memory.alloc_retries")
@@ -43,7 +43,7 @@ def load(boots_dir):
                       "results": data})
     for kernel in KERNELS:
         if not any(b["kernel"] == kernel for b in boots):
-            sys.exit(f"bench-report: no {kernel} boot in {boots_dir}")
+            sys.exit(f"report bench: no {kernel} boot in {boots_dir}")
     return boots
 
 
@@ -131,13 +131,7 @@ def pct(v):
     return "-" if v is None else f"{v:.2f}%"
 
 
-def table(header, rows):
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
-
-
-def render(boots, rows, st):
+def lines(boots, rows, st):
     n = {k: sum(b["kernel"] == k for b in boots) for k in KERNELS}
     release = {k: next(b["results"]["kernel"] for b in boots
                        if b["kernel"] == k) for k in KERNELS}
@@ -146,7 +140,7 @@ def render(boots, rows, st):
            "alternating, QEMU TCG -icount shift=0,sleep=off, 1 vCPU, "
            "512 MiB: 1 ns of guest clock = 1 instruction.  Each boot: "
            "the median of its runs; below, the median over the boots.", ""]
-    out += table(
+    out += tables.markdown(
         ["loop", "configuration", "stock ns/op", "patched ns/op",
          "patched/stock", "stock spread", "patched spread", "verdict"],
         [[r["metric"], r["config"], f'{r["stock_median_ns"]:.1f}',
@@ -163,7 +157,7 @@ def render(boots, rows, st):
     out += ["The stall under memcg pressure (patched kernel; memory.max=32M, "
             "a hog holding 30 MiB, a probe filling pipes a page per "
             "write()):", ""]
-    out += table(
+    out += tables.markdown(
         ["cgroup", "alloc_retries", "rounds as expected", "timed call",
          "stall, median", "spread"],
         [[side, v["alloc_retries"], f'{v["as_expected"]} of {v["rounds"]}',
@@ -181,22 +175,17 @@ def render(boots, rows, st):
     return out
 
 
-def main():
-    boots_dir, out_dir = sys.argv[1:3]
+def render(boots_dir, out_dir):
     boots = load(boots_dir)
     rows = metrics(boots)
     st = stall(boots)
-    lines = render(boots, rows, st)
+    out = lines(boots, rows, st)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "bench.md"), "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(out) + "\n")
     with open(os.path.join(out_dir, "bench.json"), "w",
               encoding="utf-8") as f:
         json.dump({"metrics": rows, "stall": st, "boots": boots}, f,
                   indent=1)
         f.write("\n")
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return out

@@ -1,15 +1,14 @@
 #!/usr/bin/env python3
-"""Render the lockup reproducer's runs (test_oom_lockup's runs.json) as one
+"""The lockup reproducer's runs (test_oom_lockup's runs.json) as one
 Markdown row per case: how many runs ended without a spree, the kills
 inside and outside the workload, and how long the holder's failing call
 stalled (from the first memory.max hit under memcg OOM, from the
 moment the OOM was let come under global OOM).
-
-    qemu/lockup-report RUNS_JSON OUT_MD
 """
 import json
 import statistics
-import sys
+
+import tables
 
 
 def stall(runs):
@@ -30,8 +29,11 @@ def row(runs):
     by_holder = [r["holder_invoked"] for r in runs]
     outside = sum(r["kills_out"] for r in runs)
     names = sorted({name for r in runs for name in r["killed_out"].split()})
+    oom = first["oom"]
+    if not first["victim_on_lock"]:
+        oom += ", victim not on the lock"
     return [
-        first["oom"], first["limit"], via, str(n),
+        oom, first["limit"], via, str(n),
         f'{sum(r["no_spree"] for r in runs)} of {n}',
         f'{sum(r["holder_failed"] for r in runs)} of {n}',
         f"{sum(kills_in)} (at most {max(kills_in)} in a run)",
@@ -52,20 +54,13 @@ HEADER = ["OOM", "limit", "set through", "runs", "ended without a spree",
           "limit hits outside", "neighbour's ENOMEM"]
 
 
-def main():
-    src, out = sys.argv[1:3]
-    with open(src, encoding="utf-8") as f:
+def render(runs_json, out_md):
+    with open(runs_json, encoding="utf-8") as f:
         runs = json.load(f)
     cases = {}
     for r in runs:
         cases.setdefault(r["case"], []).append(r)
-    lines = ["| " + " | ".join(HEADER) + " |",
-             "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(row(c)) + " |" for c in cases.values()]
-    with open(out, "w", encoding="utf-8") as f:
+    lines = tables.markdown(HEADER, [row(c) for c in cases.values()])
+    with open(out_md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()
+    return lines

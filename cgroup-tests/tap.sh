@@ -1,0 +1,78 @@
+# The shell tests' TAP and assertions, in the manner of systemd's
+# test/units/util.sh: each case is a function run in a subshell under
+# set -e, so the first failed assertion ends it; it cleans up with a trap
+# on EXIT.  Sourced:
+#   . "$(dirname "$0")/tap.sh"
+#   tap_run case_one case_two
+# shellcheck shell=bash
+set -eu -o pipefail
+
+diag() { printf '# %s\n' "$*"; }
+
+# run COMMAND...: its output as TAP diagnostics, as it comes; its exit
+# status, said if it is not 0.
+run() {
+	local rc=0
+	"$@" 2>&1 | sed -u 's/^/#   /' || rc=${PIPESTATUS[0]}
+	[ "$rc" = 0 ] || diag "exit status $rc: $*"
+	return "$rc"
+}
+
+# assert_eq GOT WANT WHAT
+assert_eq() {
+	[ "$1" = "$2" ] && return 0
+	diag "$3: \"$1\", want \"$2\""
+	return 1
+}
+
+# assert_file FILE WANT: FILE reads WANT (one line).
+assert_file() {
+	assert_eq "$(cat "$1" 2>&1)" "$2" "$1"
+}
+
+# assert_grep PATTERN FILE: a line of FILE has the fixed string PATTERN.
+assert_grep() {
+	grep -qF -- "$1" "$2" && return 0
+	diag "$2: no line with \"$1\"; it holds:"
+	sed 's/^/#   /' "$2"
+	return 1
+}
+
+# assert_jq FILE EXPR: the jq filter EXPR holds for FILE.
+assert_jq() {
+	jq -e "$2" "$1" > /dev/null 2>&1 && return 0
+	diag "$1: not $2; it holds (samples left out):"
+	jq -c 'del(.samples?)' "$1" 2>&1 | sed 's/^/#   /'
+	return 1
+}
+
+# assert_fails COMMAND...: COMMAND exits non-zero.
+assert_fails() {
+	# pipefail: the pipeline fails as COMMAND does.
+	if "$@" 2>&1 | sed -u 's/^/#   /'; then
+		diag "did not fail: $*"
+		return 1
+	fi
+}
+
+# tap_run CASE...: the plan, then "ok"/"not ok" per case; exit status 1
+# if any failed.
+tap_run() {
+	local n=0 failed=0 rc
+	echo "TAP version 13"
+	echo "1..$#"
+	for t in "$@"; do
+		n=$((n + 1))
+		set +e
+		(set -e; "$t")
+		rc=$?
+		set -e
+		if [ "$rc" = 0 ]; then
+			echo "ok $n $t"
+		else
+			echo "not ok $n $t"
+			failed=1
+		fi
+	done
+	return "$failed"
+}

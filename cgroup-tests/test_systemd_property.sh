@@ -1,0 +1,219 @@
+#!/bin/bash
+# MemoryAllocRetries=, the systemd unit property of patches/systemd/, in the
+# guest's patched systemd: unit files, systemctl set-property (runtime and
+# persistent), systemctl show, daemon-reload, systemd-run -p, invalid
+# values, and a crun container under a delegated service.
+#
+# Units go to /run/systemd/system and are removed again; the cases drive
+# systemd through systemctl and systemd-run as an operator would and check
+# the cgroup files the kernel shows.
+# shellcheck source=cgroup-tests/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+units=/run/systemd/system
+system=/sys/fs/cgroup/system.slice
+work=/run/alloc-retries-systemd
+bin=/job/containers/rootfs/bin
+bad_values=(-1 abc 99999999999)
+
+# write_unit NAME LINE...: the unit file NAME, a line per argument.
+write_unit() {
+	local name=$1
+	shift
+	printf '%s\n' "$@" > "$units/$name"
+}
+
+# remove_units NAME...: stop and forget them.
+remove_units() {
+	systemctl stop "$@" 2>/dev/null || true
+	for u in "$@"; do
+		rm -f "$units/$u"
+	done
+	systemctl daemon-reload
+}
+
+# show_is UNIT VALUE: systemctl show's MemoryAllocRetries.
+show_is() {
+	assert_eq "$(systemctl show -p MemoryAllocRetries "$1")" \
+		"MemoryAllocRetries=$2" "systemctl show $1"
+}
+
+service_gets_its_value() {
+	trap 'remove_units art-zero.service' EXIT
+	write_unit art-zero.service '[Service]' 'ExecStart=/bin/sleep 600' \
+		'MemoryAllocRetries=0'
+	run systemctl daemon-reload
+	run systemctl start art-zero.service
+	assert_file "$system/art-zero.service/memory.alloc_retries" 0
+	assert_file "$system/art-zero.service/memory.alloc_retries.effective" 0
+}
+
+slice_limit_applies_to_service_at_infinity() {
+	trap 'remove_units art-inf.service art.slice' EXIT
+	write_unit art.slice '[Slice]' 'MemoryAllocRetries=2'
+	write_unit art-inf.service '[Service]' 'Slice=art.slice' \
+		'ExecStart=/bin/sleep 600' 'MemoryAllocRetries=infinity'
+	run systemctl daemon-reload
+	run systemctl start art-inf.service
+	assert_file /sys/fs/cgroup/art.slice/memory.alloc_retries 2
+	assert_file /sys/fs/cgroup/art.slice/art-inf.service/memory.alloc_retries max
+	assert_file /sys/fs/cgroup/art.slice/art-inf.service/memory.alloc_retries.effective 2
+}
+
+# The live unit the next cases change.
+live_start() {
+	write_unit art-live.service '[Service]' 'ExecStart=/bin/sleep 600'
+	run systemctl daemon-reload
+	run systemctl start art-live.service
+}
+
+live_stop() {
+	systemctl stop art-live.service || true
+	systemctl revert art-live.service > /dev/null || true
+	remove_units art-live.service
+}
+
+# live_is FILE_VALUE SHOW_VALUE: the cgroup file and systemctl show.
+live_is() {
+	assert_file "$system/art-live.service/memory.alloc_retries" "$1"
+	show_is art-live.service "$2"
+}
+
+set_property_runtime() {
+	trap live_stop EXIT
+	live_start
+	live_is max infinity
+	run systemctl set-property --runtime art-live.service MemoryAllocRetries=5
+	live_is 5 5
+	run systemctl daemon-reload
+	live_is 5 5
+	run test -e /run/systemd/system.control/art-live.service.d/50-MemoryAllocRetries.conf
+	run systemctl set-property --runtime art-live.service MemoryAllocRetries=infinity
+	live_is max infinity
+}
+
+set_property_persistent() {
+	local dropin=/etc/systemd/system.control/art-live.service.d/50-MemoryAllocRetries.conf
+	trap live_stop EXIT
+	live_start
+	run systemctl set-property art-live.service MemoryAllocRetries=7
+	live_is 7 7
+	assert_grep MemoryAllocRetries=7 "$dropin"
+	run systemctl daemon-reload
+	live_is 7 7
+	run systemctl restart art-live.service
+	live_is 7 7
+	live_stop
+	trap - EXIT
+	# systemctl revert removes the drop-in.
+	if [ -e "$dropin" ]; then
+		diag "systemctl revert left $dropin"
+		return 1
+	fi
+}
+
+invalid_values_change_nothing() {
+	trap live_stop EXIT
+	live_start
+	run systemctl set-property --runtime art-live.service MemoryAllocRetries=3
+	for v in "${bad_values[@]}"; do
+		# The client refuses it with a message naming the property.
+		systemctl set-property --runtime art-live.service \
+			"MemoryAllocRetries=$v" > "$work.out" 2>&1 || true
+		assert_grep 'Failed to parse MemoryAllocRetries value' "$work.out"
+		assert_fails systemd-run --quiet -p "MemoryAllocRetries=$v" /bin/true
+	done
+	# PID 1 checks the range itself: a raw D-Bus call.
+	assert_fails busctl call org.freedesktop.systemd1 /org/freedesktop/systemd1 \
+		org.freedesktop.systemd1.Manager SetUnitProperties 'sba(sv)' \
+		art-live.service true 1 MemoryAllocRetries t 99999999999
+	live_is 3 3
+	rm -f "$work.out"
+}
+
+# journal_has TEXT: journald may lag behind PID 1.
+journal_has() {
+	for _ in $(seq 10); do
+		journalctl -b -q --no-pager | grep -qF -- "$1" && return 0
+		sleep 1
+	done
+	diag "no journal line with \"$1\""
+	return 1
+}
+
+invalid_values_in_unit_file_are_ignored() {
+	trap 'remove_units art-bad.service' EXIT
+	for v in "${bad_values[@]}"; do
+		write_unit art-bad.service '[Service]' 'ExecStart=/bin/sleep 600' \
+			"MemoryAllocRetries=$v"
+		run systemctl daemon-reload
+		# Loading the unit (show does) parses it: a warning with file
+		# and line, and the default.
+		show_is art-bad.service infinity
+		journal_has "art-bad.service:3: Invalid MemoryAllocRetries= value '$v'"
+	done
+}
+
+systemd_run_failfast_sees_enomem() {
+	trap 'rm -rf "$work"' EXIT
+	rm -rf "$work"
+	mkdir -p "$work"
+	# The container-pressure scenario without a container: the fail-fast
+	# service and a hog in one transient service under MemoryMax=.
+	# OOMPolicy=continue: by default systemd stops a service whose process
+	# the OOM killer killed, here a hog filler.  The shell is in the full
+	# cgroup at 0 too: it stops the hog first, and retries the read until
+	# the memory is back.
+	run systemd-run --wait --quiet --unit art-run -p MemoryAllocRetries=0 \
+		-p MemoryMax=32M -p LimitMEMLOCK=1G -p OOMPolicy=continue \
+		/bin/sh -c "$bin/hog --result $work/hog.json & \
+		$bin/failfast --seconds 15 --result $work/result.json; \
+		kill \$!; wait \$!; for i in 1 2 3 4 5 6 7 8 9 10; do \
+		cat /sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)/memory.events \
+			> $work/events && break; sleep 0.5; done"
+	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
+	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
+		1 "alloc_retry_fail > 0 in the service's memory.events"
+}
+
+crun_under_delegated_service() {
+	trap 'remove_units art-crun.service; rm -rf "$work"' EXIT
+	rm -rf "$work"
+	mkdir -p "$work/results"
+	# The service moves itself into a leaf of its delegated cgroup, then
+	# crun puts a container at "max" beside it; the container's effective
+	# limit is the service's.
+	jq --arg cg /system.slice/art-crun.service/container \
+		--arg results "$work/results" '
+		.root.path = "/job/containers/rootfs"
+		| .process.args = ["/bin/failfast", "--seconds", "5",
+				   "--result", "/results/result.json"]
+		| (.mounts[] | select(.destination == "/results")).source = $results
+		| .linux.cgroupsPath = $cg
+		| .linux.resources.unified["memory.alloc_retries"] = "max"' \
+		/job/containers/bundle.json > "$work/config.json"
+	# A script: unit files expand "$" themselves.
+	cat > "$work/crun.sh" <<SCRIPT
+cg=/sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)
+mkdir \$cg/supervisor && echo \$\$ > \$cg/supervisor/cgroup.procs || exit 1
+crun run --bundle $work art-crun & crun=\$!
+until [ -e \$cg/container/memory.alloc_retries.effective ]; do sleep 0.1; done
+cp \$cg/container/memory.alloc_retries.effective $work/effective
+wait \$crun
+SCRIPT
+	write_unit art-crun.service '[Service]' 'Type=oneshot' 'Delegate=yes' \
+		'MemoryAllocRetries=1' 'LimitMEMLOCK=1G' \
+		"ExecStart=/bin/sh $work/crun.sh"
+	run systemctl daemon-reload
+	if ! run systemctl start art-crun.service; then
+		run systemctl status art-crun.service --no-pager || true
+		return 1
+	fi
+	assert_file "$work/effective" 1
+	assert_jq "$work/results/result.json" '.outcome == "completed"'
+}
+
+tap_run service_gets_its_value slice_limit_applies_to_service_at_infinity \
+	set_property_runtime set_property_persistent \
+	invalid_values_change_nothing invalid_values_in_unit_file_are_ignored \
+	systemd_run_failfast_sees_enomem crun_under_delegated_service

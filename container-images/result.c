@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "result.h"
+
+static int write_once(const char *tmp,
+		      int (*body)(FILE *f, const void *arg), const void *arg)
+{
+	FILE *f = fopen(tmp, "w");
+
+	if (!f)
+		return -1;
+	if (body(f, arg) < 0 || fflush(f) || ferror(f)) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f);
+}
+
+int result_write(const char *path, int (*body)(FILE *f, const void *arg),
+		 const void *arg)
+{
+	char tmp[4096];
+	int tries;
+
+	/* A process may share the file with its children: a file each. */
+	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
+	for (tries = 0; tries < 500; tries++) {
+		if (!write_once(tmp, body, arg) && !rename(tmp, path))
+			return 0;
+		if (errno != ENOMEM)
+			break;
+		usleep(20000);
+	}
+	unlink(tmp);
+	return -1;
+}

@@ -1,0 +1,122 @@
+"""The host's verdict on a guest run: TAP results, the runner's status and
+the kernel log, a PASS/FAIL line each, then "N passed, N failed"."""
+
+import os
+import re
+
+# Kernel log lines that fail a run wherever they appear.
+BAD_LINE = re.compile(
+    r"WARNING:|BUG:|Oops|general protection fault|Kernel panic|"
+    r"INFO: task .* blocked for more than|soft lockup|hard LOCKUP|"
+    r"VM_FAULT_OOM leaked|UBSAN:|list_add corruption|list_del corruption")
+RESULT = re.compile(r"^(not )?ok [0-9]")
+TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
+
+
+class Verdict:
+    def __init__(self):
+        self.passed = self.failed = 0
+
+    def ok(self, text):
+        self.passed += 1
+        print(f"PASS {text}")
+
+    def fail(self, text, detail=()):
+        self.failed += 1
+        print(f"FAIL {text}")
+        for line in detail:
+            print(f"    {line}")
+
+    def tap(self, suite, path):
+        """One TAP stream: every ok/not ok line counts, a skip fails, and
+        the plan must be met (a short stream: a test did not finish)."""
+        if not os.path.exists(path) or not os.path.getsize(path):
+            self.fail(f"{suite}: no results")
+            return
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [line.rstrip("\r\n") for line in f]
+        n = 0
+        for line in lines:
+            m = RESULT.match(line)
+            if not m:
+                continue
+            n += 1
+            text = line.removeprefix("not ").removeprefix("ok ")
+            if m.group(1):
+                self.fail(f"{suite}: {text}")
+            elif re.search(r"# *skip", text, re.I):
+                self.fail(f"{suite}: {text} (skipped: did not run)")
+            else:
+                self.ok(f"{suite}: {text}")
+        plans = [re.match(r"^1\.\.([0-9]+)(.*)", line) for line in lines]
+        plan = next((p for p in plans if p), None)
+        if plan and plan.group(1) == "0":
+            # kselftest's skip of a whole program: "1..0 # SKIP reason".
+            reason = re.sub(r"^ *# *skip *", "", plan.group(2), flags=re.I)
+            self.fail(f"{suite}: skipped: {reason}")
+        elif not plan or int(plan.group(1)) != n:
+            want = plan.group(1) if plan else "none"
+            self.fail(f"{suite}: {n} results for a plan of {want} "
+                      "(a test did not finish)")
+
+    def run_status(self, run_dir):
+        try:
+            with open(os.path.join(run_dir, "run.status"),
+                      encoding="utf-8") as f:
+                status = f.read().strip()
+        except FileNotFoundError:
+            status = "qemu/run did not report"
+        if status == "ok":
+            self.ok("guest: booted, ran its job and handed back results")
+        else:
+            self.fail(f"guest: {status}")
+        return status == "ok"
+
+    def kernel_log(self, run_dir):
+        """The guest's dmesg files and its serial console."""
+        results = os.path.join(run_dir, "results")
+        paths = [os.path.join(results, n) for n in
+                 sorted(os.listdir(results)) if n.startswith("dmesg")] \
+            if os.path.isdir(results) else []
+        paths.append(os.path.join(run_dir, "serial.log"))
+        hits = set()
+        for path in paths:
+            if not os.path.exists(path):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                hits.update(line.rstrip("\r\n") for line in f
+                            if BAD_LINE.search(line))
+        if not os.path.exists(os.path.join(results, "dmesg.txt")) or \
+                not os.path.getsize(os.path.join(results, "dmesg.txt")):
+            self.fail("kernel log: the guest's dmesg is missing")
+        elif not hits:
+            self.ok("kernel log: no WARN, BUG, oops, hung task, soft lockup "
+                    "or VM_FAULT_OOM leaked line")
+        else:
+            self.fail(f"kernel log: {len(hits)} bad lines:",
+                      sorted(hits)[:20])
+
+    def kunit(self, run_dir, suite):
+        """A KUnit suite's KTAP subtest in the boot log, without the
+        timestamps and the subtest's indentation."""
+        out = os.path.join(run_dir, f"kunit-{suite}.tap")
+        lines, inside = [], False
+        boot = os.path.join(run_dir, "results", "dmesg-boot.txt")
+        if os.path.exists(boot):
+            with open(boot, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    line = TIMESTAMP.sub("", line.rstrip("\r\n"))
+                    if line == f"    # Subtest: {suite}":
+                        inside = True
+                    if inside and line.startswith("    "):
+                        lines.append(line[4:])
+                    if inside and re.match(
+                            rf"^(not )?ok [0-9]+ {re.escape(suite)}$", line):
+                        break
+        with open(out, "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        self.tap(f"kunit {suite}", out)
+
+    def close(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 0 if self.failed == 0 else 1
