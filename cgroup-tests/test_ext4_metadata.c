@@ -44,7 +44,7 @@
 
 #define IMAGE		"/var/tmp/alloc-retries-ext4.img"
 #define MNT		"/run/alloc-retries-ext4"
-#define IMAGE_MB	"64"
+#define IMAGE_BYTES	(64L << 20)
 #define WRITE_SECONDS	20
 /* ... or longer, until the OOM killer has taken a hog, up to this. */
 #define WRITE_SECONDS_MAX	90
@@ -269,20 +269,25 @@ static long verify_files(void)
 	return good;
 }
 
-static int sh(const char *cmd)
-{
-	int ret = system(cmd);
-
-	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
-}
-
 /* A fresh image, mounted on MNT with a journal, data=ordered. */
 static bool fs_create(void)
 {
+	const char *const mkfs[] = { "mkfs.ext4", "-q", "-F", "-N", "4096",
+				     IMAGE, NULL };
+	const char *const mnt[] = { "mount", "-o", "loop", IMAGE, MNT, NULL };
+
+	int fd;
+
 	mkdir(MNT, 0755);
-	return !sh("rm -f " IMAGE " && truncate -s " IMAGE_MB "M " IMAGE
-		   " && mkfs.ext4 -q -F -N 4096 " IMAGE
-		   " && mount -o loop " IMAGE " " MNT);
+	fd = open(IMAGE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, IMAGE_BYTES)) {
+		ksft_print_msg("%s: %s\n", IMAGE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return !run_program(mkfs, false) && !run_program(mnt, false);
 }
 
 /* Is MNT mounted read-write? */
@@ -300,7 +305,8 @@ static int fs_check(void)
 
 	if (umount(MNT))
 		ksft_print_msg("umount: %s\n", strerror(errno));
-	ret = sh("e2fsck -fn " IMAGE " >/dev/null 2>&1");
+	ret = run_program((const char *const[]){ "e2fsck", "-fn", IMAGE, NULL },
+			  true);
 	unlink(IMAGE);
 	return ret;
 }

@@ -10,6 +10,7 @@
 # shellcheck source=cgroup-tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 
+here=$(cd "$(dirname "$0")" && pwd)
 units=/run/systemd/system
 system=/sys/fs/cgroup/system.slice
 work=/run/alloc-retries-systemd
@@ -25,11 +26,11 @@ write_unit() {
 
 # remove_units NAME...: stop and forget them.
 remove_units() {
-	systemctl stop "$@" 2>/dev/null || true
+	run systemctl stop "$@" || true
 	for u in "$@"; do
 		rm -f "$units/$u"
 	done
-	systemctl daemon-reload
+	run systemctl daemon-reload
 }
 
 # show_is UNIT VALUE: systemctl show's MemoryAllocRetries.
@@ -68,8 +69,8 @@ live_start() {
 }
 
 live_stop() {
-	systemctl stop art-live.service || true
-	systemctl revert art-live.service > /dev/null || true
+	run systemctl stop art-live.service || true
+	run systemctl revert art-live.service || true
 	remove_units art-live.service
 }
 
@@ -161,16 +162,10 @@ systemd_run_failfast_sees_enomem() {
 	# The container-pressure scenario without a container: the fail-fast
 	# service and a hog in one transient service under MemoryMax=.
 	# OOMPolicy=continue: by default systemd stops a service whose process
-	# the OOM killer killed, here a hog filler.  The shell is in the full
-	# cgroup at 0 too: it stops the hog first, and retries the read until
-	# the memory is back.
+	# the OOM killer killed, here a hog filler.
 	run systemd-run --wait --quiet --unit art-run -p MemoryAllocRetries=0 \
 		-p MemoryMax=32M -p LimitMEMLOCK=1G -p OOMPolicy=continue \
-		/bin/sh -c "$bin/hog --result $work/hog.json & \
-		$bin/failfast --seconds 15 --result $work/result.json; \
-		kill \$!; wait \$!; for i in 1 2 3 4 5 6 7 8 9 10; do \
-		cat /sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)/memory.events \
-			> $work/events && break; sleep 0.5; done"
+		"$here/unit-failfast-with-hog" "$bin" "$work"
 	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
 	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
 		1 "alloc_retry_fail > 0 in the service's memory.events"
@@ -192,18 +187,9 @@ crun_under_delegated_service() {
 		| .linux.cgroupsPath = $cg
 		| .linux.resources.unified["memory.alloc_retries"] = "max"' \
 		/job/containers/bundle.json > "$work/config.json"
-	# A script: unit files expand "$" themselves.
-	cat > "$work/crun.sh" <<SCRIPT
-cg=/sys/fs/cgroup\$(cut -d: -f3 /proc/self/cgroup)
-mkdir \$cg/supervisor && echo \$\$ > \$cg/supervisor/cgroup.procs || exit 1
-crun run --bundle $work art-crun & crun=\$!
-until [ -e \$cg/container/memory.alloc_retries.effective ]; do sleep 0.1; done
-cp \$cg/container/memory.alloc_retries.effective $work/effective
-wait \$crun
-SCRIPT
 	write_unit art-crun.service '[Service]' 'Type=oneshot' 'Delegate=yes' \
 		'MemoryAllocRetries=1' 'LimitMEMLOCK=1G' \
-		"ExecStart=/bin/sh $work/crun.sh"
+		"ExecStart=$here/unit-crun-supervisor $work"
 	run systemctl daemon-reload
 	if ! run systemctl start art-crun.service; then
 		run systemctl status art-crun.service --no-pager || true

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup_util.h"
+#include "procfs.h"
 #include "test_util.h"
 
 #define PAGE 4096
@@ -43,20 +44,17 @@ void run_tests(const struct test_case *tests, size_t n)
  */
 const char *test_cgroup_root(void)
 {
-	static char root[PATH_MAX + sizeof("/sys/fs/cgroup")];
-	char self[PATH_MAX] = "", *slash;
+	static char root[PATH_MAX];
+	char *slash;
 
 	if (root[0])
 		return root;
-	if (read_text("/proc/self/cgroup", self, sizeof(self)) <= 0 ||
-	    strncmp(self, "0::/", 4))
-		ksft_exit_fail_msg("/proc/self/cgroup: not cgroup v2: %s\n", self);
-	self[strcspn(self, "\n")] = '\0';
-	slash = strrchr(self, '/');
-	if (slash == self + 3)
-		ksft_exit_fail_msg("the test runs in the root cgroup, not in a leaf of one delegated to it\n");
+	if (procfs_own_cgroup(root, sizeof(root)))
+		ksft_exit_fail_msg("/proc/self/cgroup: not cgroup v2\n");
+	slash = strrchr(root, '/');
+	if (!strcmp(root, "/sys/fs/cgroup/") || slash == root + 14)
+		ksft_exit_fail_msg("the test runs in a top-level cgroup, not in a leaf of one delegated to it\n");
 	*slash = '\0';
-	snprintf(root, sizeof(root), "/sys/fs/cgroup%s", self + 3);
 	return root;
 }
 
@@ -181,14 +179,11 @@ int trace_count(const char *a, const char *b, const char *c)
 
 long meminfo_kb(const char *key)
 {
-	char buf[4096], *p;
+	long long bytes = procfs_meminfo(key);
 
-	if (read_text("/proc/meminfo", buf, sizeof(buf)) <= 0)
-		ksft_exit_fail_msg("cannot read /proc/meminfo\n");
-	p = strstr(buf, key);
-	if (!p)
+	if (bytes < 0)
 		ksft_exit_fail_msg("no %s in /proc/meminfo\n", key);
-	return strtol(p + strlen(key) + 1, NULL, 10);
+	return bytes / 1024;
 }
 
 size_t hog_bytes_for_pressure(void)
@@ -535,4 +530,27 @@ bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
 	/* The top frame: "[<0>] name+0x.../0x..." */
 	p = strstr(buf, "] ");
 	return strstr(buf, in) && p && strstr(p, top) == p + 2;
+}
+
+int run_program(const char *const argv[], bool quiet)
+{
+	int status, null;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		null = quiet ? open("/dev/null", O_WRONLY) : -1;
+		if (null >= 0) {
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -141,4 +141,10 @@ long vmstat(const char *key);
 bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
 		     const char *top, char *seen, size_t size);
 
+/*
+ * Run @argv (no shell) and wait for it: its exit status, or -1.  With
+ * @quiet its output goes nowhere.
+ */
+int run_program(const char *const argv[], bool quiet);
+
 #endif

@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "result.h"
 
 #define PAGE 4096
@@ -42,7 +43,6 @@
 #define CREEP_US 1000
 #define CREEP_HOST_US 10000
 #define FILLERS 8
-#define CGROUP_MOUNT "/sys/fs/cgroup"
 
 static volatile sig_atomic_t stop;
 static const char *result_path;
@@ -62,60 +62,12 @@ static void on_stop(int sig)
 	stop = 1;
 }
 
-/* A number from a one-line file; -1 if absent or "max". */
-static long long read_number(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || !strncmp(buf, "max", 3))
-		return -1;
-	return strtoll(buf, NULL, 10);
-}
-
-static long long meminfo(const char *key)
-{
-	char buf[4096], *p;
-	int fd = open("/proc/meminfo", O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	p = strstr(buf, key);
-	return p ? strtoll(p + strlen(key) + 1, NULL, 10) * 1024 : -1;
-}
-
-/* Where this process's cgroup v2 files are, from /proc/self/cgroup. */
-static void find_cgroup(void)
-{
-	char line[4096] = "";
-	FILE *f = fopen("/proc/self/cgroup", "r");
-
-	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "0::", 3)) {
-		fprintf(stderr, "hog: no cgroup v2 line in /proc/self/cgroup\n");
-		exit(2);
-	}
-	fclose(f);
-	line[strcspn(line, "\n")] = '\0';
-	snprintf(cgroup, sizeof(cgroup), "%s%s", CGROUP_MOUNT, line + 3);
-}
-
 static long long cgroup_number(const char *file)
 {
 	char path[8400];
 
 	snprintf(path, sizeof(path), "%s/%s", cgroup, file);
-	return read_number(path);
+	return procfs_number(path);
 }
 
 /* Bytes the fillers may still take before they reach the margin. */
@@ -123,7 +75,7 @@ static long long room(long long limit, long long margin)
 {
 	if (limit >= 0)
 		return limit - cgroup_number("memory.current") - margin;
-	return meminfo("MemAvailable:") - margin;
+	return procfs_meminfo("MemAvailable") - margin;
 }
 
 static int hog_json(FILE *f, const void *arg)
@@ -144,7 +96,7 @@ static void write_result(void)
 static void filler(void)
 {
 	long long limit = cgroup_number("memory.max");
-	size_t total = meminfo("MemTotal:"), off = 0, i;
+	size_t total = procfs_meminfo("MemTotal"), off = 0, i;
 	size_t slice = (limit >= 0 ? (size_t)limit : total) / FILLERS;
 	long long margin = limit >= 0 ? 1 << 20 : total / 128;
 	unsigned int creep = limit >= 0 ? CREEP_US : CREEP_HOST_US;
@@ -206,7 +158,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	result_path = argv[2];
-	find_cgroup();
+	if (procfs_own_cgroup(cgroup, sizeof(cgroup))) {
+		fprintf(stderr, "hog: no cgroup v2 line in /proc/self/cgroup\n");
+		return 2;
+	}
 	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (counts == MAP_FAILED || mlockall(MCL_CURRENT | MCL_FUTURE)) {
