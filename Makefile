@@ -8,6 +8,7 @@ SHELL := /bin/bash
 BUILD := $(CURDIR)/build
 KSRC := $(BUILD)/linux
 BZIMAGE := $(BUILD)/kernel-obj/arch/x86/boot/bzImage
+BZIMAGE_DEBUG := $(BUILD)/debug/kernel-obj/arch/x86/boot/bzImage
 ROOTFS := $(BUILD)/guest/rootfs
 IMAGE := $(BUILD)/guest/rootfs.img
 PROGS := $(BUILD)/cgroup-tests
@@ -52,7 +53,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check demo shell deps kernel rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-debug demo shell deps kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -64,6 +65,9 @@ deps: ## install missing host packages (apt-get)
 
 kernel: deps ## unpack linux-source-6.12, apply patches/linux/, build bzImage
 	@qemu/build/kernel
+
+kernel-debug: deps ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
+	@qemu/build/kernel debug
 
 $(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
 	@qemu/build/rootfs $(ROOTFS)
@@ -113,11 +117,12 @@ readme: ## write README's tables and Documentation/containers-latency.png from t
 fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 	@qemu/checks/compare-fastpath
 
-# boot MODE DIR TESTS: a job disk for MODE, one boot, results in DIR.
+# boot MODE DIR TESTS [KERNEL]: a job disk for MODE, one boot of KERNEL
+# (default: BZIMAGE), results in DIR.
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
 	@qemu/build/job-disk $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
-	@qemu/run $(BZIMAGE) $(IMAGE) $(2)/job.img $(2) || true
+	@qemu/run $(or $(4),$(BZIMAGE)) $(IMAGE) $(2)/job.img $(2) || true
 endef
 
 # test_oom_lockup runs each of its cases several times: about 8 min.
@@ -131,6 +136,14 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 	@echo "check: systemd unit tests on the host"
 	@qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
+
+# The same tests on the debug kernel, which runs them several times slower.
+check-debug: export TEST_TIMEOUT = 3600
+check-debug: export RUN_TIMEOUT = 7200
+check-debug: kernel kernel-debug image progs containers ## make check's guest tests on the debug kernel: any lockdep, KASAN, kmemleak or sleep-in-atomic report fails
+	@echo "check-debug: booting the debug kernel for: $(TESTS)"
+	$(call boot,tests,$(BUILD)/check-debug,$(TESTS),$(BZIMAGE_DEBUG))
+	@qemu/report/report check --debug $(BUILD)/check-debug "$(TESTS)" "$(KUNIT_SUITES)"
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))

@@ -8,7 +8,8 @@ import re
 BAD_LINE = re.compile(
     r"WARNING:|BUG:|Oops|general protection fault|Kernel panic|"
     r"INFO: task .* blocked for more than|soft lockup|hard LOCKUP|"
-    r"VM_FAULT_OOM leaked|UBSAN:|list_add corruption|list_del corruption")
+    r"VM_FAULT_OOM leaked|UBSAN:|list_add corruption|list_del corruption|"
+    r"ODEBUG:|kmemleak: .*suspected memory leak")
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
 
@@ -116,6 +117,37 @@ class Verdict:
         with open(out, "w", encoding="utf-8") as f:
             f.write("".join(line + "\n" for line in lines))
         self.tap(f"kunit {suite}", out)
+
+    def debug_kernel(self, run_dir):
+        """A debug kernel's own findings, which the job collects at its
+        end: kmemleak's after its scans, and lockdep still on (a report
+        turns it off for the rest of the boot)."""
+        results = os.path.join(run_dir, "results")
+        leaks = os.path.join(results, "kmemleak.txt")
+        if not os.path.exists(leaks):
+            self.fail("kmemleak: no scan (is this the debug kernel?)")
+        else:
+            with open(leaks, encoding="utf-8", errors="replace") as f:
+                objects = [line.strip() for line in f
+                           if line.startswith("unreferenced object")]
+            if objects:
+                self.fail(f"kmemleak: {len(objects)} unreferenced objects "
+                          f"({leaks}):", objects[:10])
+            else:
+                self.ok("kmemleak: no unreferenced object after the tests")
+        stats = os.path.join(results, "lockdep_stats.txt")
+        on = None
+        if os.path.exists(stats):
+            with open(stats, encoding="utf-8") as f:
+                on = next((line.split()[-1] for line in f
+                           if line.strip().startswith("debug_locks:")), None)
+        if on == "1":
+            self.ok("lockdep: still on at the end of the job")
+        else:
+            self.fail("lockdep: off at the end of the job (a report earlier "
+                      "turned it off)" if on == "0" else
+                      "lockdep: no /proc/lockdep_stats (is this the debug "
+                      "kernel?)")
 
     def close(self):
         print(f"{self.passed} passed, {self.failed} failed")
