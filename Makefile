@@ -58,7 +58,7 @@ export ACCEL_CACHE := $(BUILD)/accel
 all: check
 
 help: ## this list
-	@sed -n 's/^\([a-z]*\):.*## \(.*\)/make \1\t\2/p' Makefile
+	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/make \1\t\2/p' Makefile
 
 deps: ## install missing host packages (apt-get)
 	@qemu/build/install-deps
@@ -66,7 +66,8 @@ deps: ## install missing host packages (apt-get)
 kernel: deps ## unpack linux-source-6.12, apply patches/linux/, build bzImage
 	@qemu/build/kernel
 
-kernel-debug: deps ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
+# After kernel: both apply the series to the one source tree.
+kernel-debug: kernel ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
 	@qemu/build/kernel debug
 
 $(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
@@ -101,7 +102,7 @@ bisect: deps ## build the kernel at every patch of the series, then the whole se
 		SERIES_UPTO=$$k qemu/build/kernel || exit 1; \
 	done
 
-containers: deps ## the container workloads, bundle templates and scenario runner
+containers: deps ## the container workloads, bundle template and scenario runner
 	@$(MAKE) -s -C container-images O=$(CONTAINERS)
 
 lint: kernel ## checkpatch --strict and shellcheck, as TAP

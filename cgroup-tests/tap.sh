@@ -38,6 +38,14 @@ assert_grep() {
 	return 1
 }
 
+# assert_line LINE FILE: a whole line of FILE is LINE.
+assert_line() {
+	grep -qxF -- "$1" "$2" && return 0
+	diag "$2: no line \"$1\"; it holds:"
+	sed 's/^/#   /' "$2"
+	return 1
+}
+
 # assert_jq FILE EXPR: the jq filter EXPR holds for FILE.
 assert_jq() {
 	jq -e "$2" "$1" > /dev/null 2>&1 && return 0

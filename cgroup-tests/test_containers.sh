@@ -28,6 +28,10 @@ scenarios=(container-pressure container-pressure-baseline)
 mapfile -t workloads < <(jq -r \
 	'.scenarios["container-pressure"].containers[].name' \
 	"$runner/../catalogue.json")
+if [ "${#workloads[@]}" = 0 ]; then
+	echo "Bail out! no containers of container-pressure in $runner/../catalogue.json"
+	exit 1
+fi
 
 scenarios_ran() {
 	run "$runner/run-scenarios" "$out" "${scenarios[@]}" invalid
@@ -68,6 +72,20 @@ effective_limit_is_the_policy() {
 		for c in "${workloads[@]}"; do
 			assert_jq "$out/$s/$c/container.json" \
 				'.effective.limit == .policy'
+		done
+	done
+}
+
+# Every container left a whole record: the runner's and the workload's.
+result_files_are_complete() {
+	for s in "${scenarios[@]}"; do
+		for c in "${workloads[@]}"; do
+			assert_jq "$out/$s/$c/container.json" \
+				'has("outcome") and has("memory_events")
+				 and has("effective")'
+			assert_jq "$out/$s/$c/results/result.json" \
+				'has("operations") and has("enomem") and has("enfile")
+				 and .outcome != "running"'
 		done
 	done
 }
@@ -114,5 +132,5 @@ nothing_left_behind() {
 
 tap_run scenarios_ran failfast_at_0_sees_enomem failfast_at_max_no_enomem \
 	legacy_at_max_runs_to_the_end effective_limit_is_the_policy \
-	errors_are_counted_as_the_limit invalid_policy_starts_nothing \
+	result_files_are_complete errors_are_counted_as_the_limit invalid_policy_starts_nothing \
 	nothing_left_behind

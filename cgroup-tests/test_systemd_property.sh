@@ -99,7 +99,7 @@ set_property_persistent() {
 	live_start
 	run systemctl set-property art-live.service MemoryAllocRetries=7
 	live_is 7 7
-	assert_grep MemoryAllocRetries=7 "$dropin"
+	assert_line MemoryAllocRetries=7 "$dropin"
 	run systemctl daemon-reload
 	live_is 7 7
 	run systemctl restart art-live.service
@@ -135,7 +135,10 @@ invalid_values_change_nothing() {
 # journal_has TEXT: journald may lag behind PID 1.
 journal_has() {
 	for _ in $(seq 10); do
-		journalctl -b -q --no-pager | grep -qF -- "$1" && return 0
+		# Not grep -q: journalctl would die of SIGPIPE, and pipefail
+		# would fail the pipeline.
+		journalctl -b -q --no-pager | grep -F -- "$1" > /dev/null &&
+			return 0
 		sleep 1
 	done
 	diag "no journal line with \"$1\""
@@ -185,6 +188,7 @@ crun_under_delegated_service() {
 				   "--result", "/results/result.json"]
 		| (.mounts[] | select(.destination == "/results")).source = $results
 		| .linux.cgroupsPath = $cg
+		| .linux.resources.memory.limit = 33554432
 		| .linux.resources.unified["memory.alloc_retries"] = "max"' \
 		/job/containers/bundle.json > "$work/config.json"
 	write_unit art-crun.service '[Service]' 'Type=oneshot' 'Delegate=yes' \

@@ -24,7 +24,7 @@ int result_write(const char *path, int (*body)(FILE *f, const void *arg),
 		 const void *arg)
 {
 	char tmp[4096];
-	int tries;
+	int tries, err;
 
 	/* A process may share the file with its children: a file each. */
 	snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, getpid());
@@ -35,6 +35,8 @@ int result_write(const char *path, int (*body)(FILE *f, const void *arg),
 			break;
 		usleep(20000);
 	}
+	err = errno;
 	unlink(tmp);
+	errno = err;
 	return -1;
 }

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """make bench: every boot's bench.json (bench/bench.c) as one
 table.  For each loop and configuration: the median over the stock boots
 and over the patched boots (each boot gives the median of its runs), the

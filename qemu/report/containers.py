@@ -151,6 +151,8 @@ def plot(report_dir, scenarios):
                 lines.append(f"'{path}' using 1:2 with steps lw 2 "
                              f"title '{label}'")
             panels.append((f"{scenario}: {r['container']}", lines))
+    if not panels:
+        return
     cols = 4
     rows = (len(panels) + cols - 1) // cols
     script = [f"set terminal pngcairo size 1600,{380 * rows} font ',9'",
@@ -178,7 +180,10 @@ def render(catalogue, results_dir, report_dir, verdict):
         path = os.path.join(results_dir, scenario)
         want = {c["name"] for c in catalogue["scenarios"][
             scenario.removesuffix("-baseline")]["containers"]}
-        got = set(os.listdir(path)) if os.path.isdir(path) else set()
+        # A container's record is its container.json: run-scenarios makes
+        # every container's directory before it starts the first one.
+        got = {name for name in want if os.path.exists(
+            os.path.join(path, name, "container.json"))}
         if want - got:
             verdict.fail(f"containers: {scenario}: no record of "
                          f"{', '.join(sorted(want - got))}")

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The lockup reproducer's runs (test_oom_lockup's runs.json) as one
 Markdown row per case: how many runs ended without a spree, the kills
 inside and outside the workload, and how long the holder's failing call
