@@ -19,6 +19,10 @@ SYSTEMD_SUM := $(BUILD)/systemd/stage.sum
 # The series' own cgroup kselftests (tools/testing/selftests/cgroup in the
 # kernel tree), built by their Makefile beside the guest programs.
 KSELFTESTS := test_alloc_retries
+# The tree's own cgroup selftests, run by cgroup-tests/test_upstream_selftests
+# (catalogue.json, "upstream_selftests"); read when progs runs, after deps.
+UPSTREAM_SELFTESTS = $(shell python3 -c 'import json; \
+	print(*json.load(open("catalogue.json"))["upstream_selftests"]["programs"])')
 KSELFTEST_DIR := $(KSRC)/tools/testing/selftests/cgroup
 ALL_TESTS := $(sort $(basename $(notdir $(filter-out %/test_util.c,\
 	$(wildcard cgroup-tests/test_*.c cgroup-tests/test_*.sh)))) $(KSELFTESTS))
@@ -41,6 +45,12 @@ ifeq ($(shell [ "$(LOCKUP_REPEAT)" -ge 1 ] 2>/dev/null && [ "$(LOCKUP_REPEAT)" -
 $(error LOCKUP_REPEAT must be a count from 1 to 1000, not "$(LOCKUP_REPEAT)")
 endif
 export LOCKUP_REPEAT
+# Rounds of make storm (and of the storm in make check-debug).
+STORM_ROUNDS ?= 100
+ifeq ($(shell [ "$(STORM_ROUNDS)" -ge 1 ] 2>/dev/null && [ "$(STORM_ROUNDS)" -le 1000 ] 2>/dev/null && echo ok),)
+$(error STORM_ROUNDS must be a count from 1 to 1000, not "$(STORM_ROUNDS)")
+endif
+export STORM_ROUNDS
 # Boots of each kernel, stock and patched, in make bench.
 BENCH_BOOTS ?= 3
 ifeq ($(shell [ "$(BENCH_BOOTS)" -ge 3 ] 2>/dev/null && [ "$(BENCH_BOOTS)" -le 50 ] 2>/dev/null && echo ok),)
@@ -53,7 +63,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check check-debug demo shell deps kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-debug storm demo shell deps kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -90,10 +100,10 @@ image: $(IMAGE) ## the guest root disk
 # The guest programs build against the unpacked kernel tree's kselftest
 # harness, so they come after the kernel; the series' own kselftests are
 # built by their Makefile in that tree.
-progs: kernel ## the guest programs in cgroup-tests/ and the series' cgroup kselftests
+progs: kernel ## the guest programs in cgroup-tests/, the series' cgroup kselftests and the tree's own
 	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
 	@mkdir -p $(PROGS) && $(MAKE) -s -C $(KSELFTEST_DIR) OUTPUT=$(PROGS) \
-		$(addprefix $(PROGS)/,$(KSELFTESTS))
+		$(addprefix $(PROGS)/,$(KSELFTESTS) $(UPSTREAM_SELFTESTS))
 
 # Each prefix of the series must build: the bisectability of the series.
 bisect: deps ## build the kernel at every patch of the series, then the whole series
@@ -118,12 +128,23 @@ readme: ## write README's tables and Documentation/containers-latency.png from t
 fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 	@qemu/checks/compare-fastpath
 
-# boot MODE DIR TESTS [KERNEL]: a job disk for MODE, one boot of KERNEL
-# (default: BZIMAGE), results in DIR.
+# boot MODE DIR TESTS [KERNEL] [DATA_DISK]: a job disk for MODE, one boot
+# of KERNEL (default: BZIMAGE) with DATA_DISK as /dev/vdd if given,
+# results in DIR.
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
 	@qemu/build/job-disk $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
-	@qemu/run $(or $(4),$(BZIMAGE)) $(IMAGE) $(2)/job.img $(2) || true
+	@DATA_DISK=$(5) qemu/run $(or $(4),$(BZIMAGE)) $(IMAGE) $(2)/job.img $(2) || true
+endef
+
+# storm_boots DIR KERNEL: the storm (cgroup-tests/storm.c) with its writer
+# on a fresh ext4 data disk, then a clean reboot of the same disk that
+# checks it; results in DIR/storm and DIR/reboot, verdicts last.
+define storm_boots
+	@mkdir -p $(1) && rm -f $(1)/data.img && truncate -s 1G $(1)/data.img && \
+		mke2fs -q -t ext4 -L storm-data $(1)/data.img
+	$(call boot,tests,$(1)/storm,storm,$(2),$(1)/data.img)
+	$(call boot,tests,$(1)/reboot,storm-reboot-check,$(2),$(1)/data.img)
 endef
 
 # test_oom_lockup runs each of its cases several times: about 8 min.
@@ -138,13 +159,29 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 	@qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
 
-# The same tests on the debug kernel, which runs them several times slower.
-check-debug: export TEST_TIMEOUT = 3600
-check-debug: export RUN_TIMEOUT = 7200
-check-debug: kernel kernel-debug image progs containers ## make check's guest tests on the debug kernel: any lockdep, KASAN, kmemleak or sleep-in-atomic report fails
-	@echo "check-debug: booting the debug kernel for: $(TESTS)"
-	$(call boot,tests,$(BUILD)/check-debug,$(TESTS),$(BZIMAGE_DEBUG))
-	@qemu/report/report check --debug $(BUILD)/check-debug "$(TESTS)" "$(KUNIT_SUITES)"
+# The same tests and the storm on the debug kernel, which runs them
+# several times slower.
+check-debug: export TEST_TIMEOUT = 7200
+check-debug: export RUN_TIMEOUT = 9000
+check-debug: kernel kernel-debug image progs containers ## make check's guest tests, fault injection (fail-nth sweeps, failslab, fail_page_alloc) and make storm on the debug kernel: any lockdep, KASAN, kmemleak or sleep-in-atomic report fails
+	@echo "check-debug: booting the debug kernel for: $(TESTS) fault-injection"
+	$(call boot,tests,$(BUILD)/check-debug/tests,$(TESTS) fault-injection,$(BZIMAGE_DEBUG))
+	@echo "check-debug: the storm on the debug kernel ($(STORM_ROUNDS) rounds)"
+	$(call storm_boots,$(BUILD)/check-debug,$(BZIMAGE_DEBUG))
+	@rc=0; \
+	qemu/report/report check --debug $(BUILD)/check-debug/tests "$(TESTS) fault-injection" "$(KUNIT_SUITES)" || rc=1; \
+	qemu/report/report check --debug $(BUILD)/check-debug/storm storm "" || rc=1; \
+	qemu/report/report check --debug $(BUILD)/check-debug/reboot storm-reboot-check "" || rc=1; \
+	exit $$rc
+
+# 100 rounds: about 15 min here.
+storm: export TEST_TIMEOUT = 3600
+storm: export RUN_TIMEOUT = 4200
+storm: kernel image progs containers ## STORM_ROUNDS rounds of mixed memcg and global OOM with policy rewrites, task moves, cgroups removed under load, the lockup every 10th round and a writer on a persistent ext4 disk; then a reboot that checks the disk
+	$(call storm_boots,$(BUILD)/storm,$(BZIMAGE))
+	@rc=0; qemu/report/report check $(BUILD)/storm/storm storm "" || rc=1; \
+		qemu/report/report check $(BUILD)/storm/reboot storm-reboot-check "" || rc=1; \
+		exit $$rc
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))

@@ -281,12 +281,12 @@ static void memcg_teardown(void)
 	free(parent);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	root = test_cgroup_root();
 	main_pid = getpid();
 	memcg_setup();
 	/* run_tests() exits with the result: tear down on the way out. */
 	atexit(memcg_teardown);
-	run_tests(tests, ARRAY_SIZE(tests));
+	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -412,12 +412,12 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_global_oom_limit0_ext4_intact),
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	root = test_cgroup_root();
 	tally = mmap(NULL, sizeof(*tally), PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (tally == MAP_FAILED)
 		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
-	run_tests(tests, ARRAY_SIZE(tests));
+	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -927,7 +927,7 @@ static int test_global_oom_without_limit_kills_past_the_victim(void)
 	return run_case(&r);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
 		TEST_CASE(test_memcg_oom_without_limit_kills_past_the_victim),
@@ -956,5 +956,5 @@ int main(void)
 	memset(sh, 0, sizeof(*sh));
 	/* The test must outlive the killing it sets off. */
 	set_oom_score_adj(-1000);
-	run_tests(tests, ARRAY_SIZE(tests));
+	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -175,10 +175,10 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_limit0_uaccess_faults_exempt),
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	hog_cgroup = cg_name(test_cgroup_root(), "retry-hog");
 	/* Whatever happened, leave the default behind. */
 	atexit(reset_retry);
-	run_tests(tests, ARRAY_SIZE(tests));
+	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

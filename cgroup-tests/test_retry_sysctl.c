@@ -131,7 +131,7 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_non_root_refused),
 };
 
-int main(void)
+int main(int argc, char **argv)
 {
-	run_tests(tests, ARRAY_SIZE(tests));
+	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

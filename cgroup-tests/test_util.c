@@ -21,17 +21,29 @@
 #define PAGE 4096
 #define PIPE_BYTES (1 << 20)
 
-void run_tests(const struct test_case *tests, size_t n)
+void run_tests(const struct test_case *tests, size_t n, int argc, char **argv)
 {
-	size_t i;
+	const struct test_case *run[n];
+	size_t i, plan = 0;
+	int a;
 
+	/* Names on the command line: those cases, in that order. */
+	for (a = 1; a < argc; a++) {
+		for (i = 0; i < n && strcmp(tests[i].name, argv[a]); i++)
+			;
+		if (i == n || plan == n)
+			ksft_exit_fail_msg("no case %s\n", argv[a]);
+		run[plan++] = &tests[i];
+	}
+	for (i = 0; argc < 2 && i < n; i++)
+		run[plan++] = &tests[i];
 	ksft_print_header();
-	ksft_set_plan(n);
-	for (i = 0; i < n; i++) {
-		if (tests[i].fn() == KSFT_PASS)
-			ksft_test_result_pass("%s\n", tests[i].name);
+	ksft_set_plan(plan);
+	for (i = 0; i < plan; i++) {
+		if (run[i]->fn() == KSFT_PASS)
+			ksft_test_result_pass("%s\n", run[i]->name);
 		else
-			ksft_test_result_fail("%s\n", tests[i].name);
+			ksft_test_result_fail("%s\n", run[i]->name);
 	}
 	ksft_finished();
 }
@@ -241,7 +253,7 @@ pid_t hog_start(const char *cgroup, size_t bytes)
 	if (read(ready[0], &c, 1) != 1) {
 		/* Died while filling: most likely OOM-killed itself. */
 		close(ready[0]);
-		hog_stop(pid, cgroup);
+		waitpid(pid, NULL, 0);
 		return -1;
 	}
 	close(ready[0]);

@@ -22,8 +22,11 @@ struct test_case {
 };
 #define TEST_CASE(fn) { fn, #fn }
 
-/* Print the TAP plan, run every case, report each, exit with the result. */
-void run_tests(const struct test_case *tests, size_t n);
+/*
+ * Print the TAP plan, run every case (or those named in @argv, in that
+ * order), report each, exit with the result.
+ */
+void run_tests(const struct test_case *tests, size_t n, int argc, char **argv);
 
 /* Where the tests create their cgroups: their own cgroup's parent. */
 const char *test_cgroup_root(void);
@@ -58,10 +61,10 @@ void set_oom_score_adj(int adj);
 long meminfo_kb(const char *key);
 
 /*
- * A child in its own cgroup @cgroup, oom_score_adj 1000, that faults in
- * @bytes of anonymous memory, keeps it and waits to be killed.  Returns its
- * pid once the memory is in place, or -1 if it died before (OOM-killed
- * while filling).
+ * A child in its own cgroup @cgroup (created if missing), oom_score_adj
+ * 1000, that faults in @bytes of anonymous memory, keeps it and waits to be
+ * killed.  Returns its pid once the memory is in place, or -1 if it died
+ * before (OOM-killed while filling); hog_stop() removes the cgroup.
  */
 pid_t hog_start(const char *cgroup, size_t bytes);
 /* Kill the hog if still alive; true if it had been OOM-killed. */

@@ -9,7 +9,8 @@ BAD_LINE = re.compile(
     r"WARNING:|BUG:|Oops|general protection fault|Kernel panic|"
     r"INFO: task .* blocked for more than|soft lockup|hard LOCKUP|"
     r"VM_FAULT_OOM leaked|UBSAN:|list_add corruption|list_del corruption|"
-    r"ODEBUG:|kmemleak: .*suspected memory leak")
+    r"ODEBUG:|kmemleak: .*suspected memory leak|rcu: .*detected stall|"
+    r"EXT4-fs error|Remounting filesystem read-only|Aborting journal")
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
 
@@ -91,8 +92,8 @@ class Verdict:
                 not os.path.getsize(os.path.join(results, "dmesg.txt")):
             self.fail("kernel log: the guest's dmesg is missing")
         elif not hits:
-            self.ok("kernel log: no WARN, BUG, oops, hung task, soft lockup "
-                    "or VM_FAULT_OOM leaked line")
+            self.ok("kernel log: no WARN, BUG, oops, hung task, soft lockup, "
+                    "RCU stall, VM_FAULT_OOM leaked or ext4 error line")
         else:
             self.fail(f"kernel log: {len(hits)} bad lines:",
                       sorted(hits)[:20])

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Fault injection over one of the project's system calls: for n = 1, 2,
+ * ... make the n-th fault-injection point the call reaches fail
+ * (/proc/thread-self/fail-nth: failslab, fail_page_alloc), until a call
+ * completes without reaching an n-th point.  After every call the state
+ * must be one of two: the call succeeded and did all it says, or it
+ * failed with an errno and changed nothing.  (The kernel log's warnings
+ * are the reporter's.)
+ *
+ *   fail_nth_sweep write PATH VALUE   write(2) VALUE to PATH (a cgroup or
+ *                                     sysctl file): reads back VALUE, or
+ *                                     what it held before
+ *   fail_nth_sweep read PATH          read(2) PATH: what it reads without
+ *                                     faults, or an error
+ *   fail_nth_sweep mkdir PARENT       mkdir(2) PARENT/fail-nth: a child
+ *                                     whose memory.alloc_retries.effective
+ *                                     is PARENT's, or no child
+ *   fail_nth_sweep rmdir PARENT       rmdir(2) of that child: gone, or
+ *                                     there as it was
+ *   fail_nth_sweep pid1 UNIT VALUE    the faults in PID 1 while systemctl
+ *                                     set-property --runtime UNIT
+ *                                     MemoryAllocRetries=VALUE runs: the
+ *                                     unit's property and its cgroup's
+ *                                     file both VALUE if systemctl
+ *                                     succeeded, both as before if not,
+ *                                     and PID 1 still answers
+ *
+ * Prints a line per injected failure and a summary: calls, faults
+ * injected, calls that succeeded anyway, calls that failed (by errno).
+ * Exit status 1 if any state was neither.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_N	100000
+
+static long calls, injected, succeeded, failed_by[135];
+static int bad;
+
+/* @path's text without its trailing newline; "" if it cannot be read. */
+static const char *slurp(const char *path)
+{
+	static char buf[4096];
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY);
+
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+static void put(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY);
+
+	if (fd < 0 || write(fd, val, strlen(val)) != (ssize_t)strlen(val)) {
+		fprintf(stderr, "cannot write %s to %s: %m\n", val, path);
+		exit(1);
+	}
+	close(fd);
+}
+
+/* Arm fail-nth of task @tid (0: this thread) with @n. */
+static void arm(pid_t tid, long n)
+{
+	char path[64], val[24];
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/fail-nth", tid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/thread-self/fail-nth");
+	snprintf(val, sizeof(val), "%ld", n);
+	put(path, val);
+}
+
+/* Whether the armed fault was injected (fail-nth read 0); disarms. */
+static bool fired(pid_t tid)
+{
+	char path[64];
+	bool yes;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/fail-nth", tid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/thread-self/fail-nth");
+	yes = !strcmp(slurp(path), "0");
+	put(path, "0");
+	return yes;
+}
+
+static void tally(long n, int err, bool ok, const char *state)
+{
+	calls++;
+	if (err)
+		failed_by[err < 135 ? err : 0]++;
+	else
+		succeeded++;
+	if (!ok) {
+		bad++;
+		printf("# n=%ld: %s %s, and %s\n", n, err ? "failed with" : "succeeded",
+		       err ? strerrorname_np(err) : "", state);
+	}
+}
+
+static void summary(const char *what)
+{
+	int e;
+
+	printf("# %s: %ld calls, %ld faults injected, %ld succeeded, failed:",
+	       what, calls, injected, succeeded);
+	for (e = 0; e < 135; e++)
+		if (failed_by[e])
+			printf(" %s %ld", e ? strerrorname_np(e) : "other", failed_by[e]);
+	printf("%s\n", bad ? "; NOT CLEAN" : "");
+}
+
+static int sweep_write(const char *path, const char *val)
+{
+	char old[256], got[256];
+	ssize_t r;
+	long n;
+	int fd, err;
+
+	snprintf(old, sizeof(old), "%s", slurp(path));
+	for (n = 1; n < MAX_N; n++) {
+		fd = open(path, O_WRONLY);
+		if (fd < 0) {
+			perror(path);
+			return 1;
+		}
+		arm(0, n);
+		r = write(fd, val, strlen(val));
+		err = r < 0 ? errno : 0;
+		if (!fired(0)) {
+			/* No n-th point: the call as it is without faults. */
+			close(fd);
+			tally(n, err, !err && !strcmp(slurp(path), val),
+			      "the value is not the one written");
+			break;
+		}
+		close(fd);
+		injected++;
+		snprintf(got, sizeof(got), "%s", slurp(path));
+		tally(n, err, !strcmp(got, err ? old : val),
+		      err ? "the value changed" : "the value is not the one written");
+		put(path, old);
+	}
+	put(path, old);
+	summary(path);
+	return bad ? 1 : 0;
+}
+
+static int sweep_read(const char *path)
+{
+	char want[4096], buf[4096];
+	ssize_t r;
+	long n;
+	int fd, err;
+
+	snprintf(want, sizeof(want), "%s", slurp(path));
+	for (n = 1; n < MAX_N; n++) {
+		fd = open(path, O_RDONLY);
+		if (fd < 0) {
+			perror(path);
+			return 1;
+		}
+		arm(0, n);
+		r = read(fd, buf, sizeof(buf) - 1);
+		err = r < 0 ? errno : 0;
+		close(fd);
+		buf[r > 0 ? r : 0] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		if (!fired(0)) {
+			tally(n, err, !err && !strcmp(buf, want), "read something else");
+			break;
+		}
+		injected++;
+		tally(n, err, err || !strcmp(buf, want), "read something else");
+	}
+	summary(path);
+	return bad ? 1 : 0;
+}
+
+static int sweep_mkdir(const char *parent, bool remove)
+{
+	char child[PATH_MAX], eff[PATH_MAX + 64], want[64];
+	struct stat st;
+	long n;
+	int err;
+	bool there, done = false;
+
+	snprintf(child, sizeof(child), "%s/fail-nth", parent);
+	snprintf(eff, sizeof(eff), "%s/memory.alloc_retries.effective", parent);
+	snprintf(want, sizeof(want), "%s", slurp(eff));
+	snprintf(eff, sizeof(eff), "%s/memory.alloc_retries.effective", child);
+	rmdir(child);
+	for (n = 1; n < MAX_N && !done; n++) {
+		if (remove && mkdir(child, 0755)) {
+			perror(child);
+			return 1;
+		}
+		arm(0, n);
+		err = (remove ? rmdir(child) : mkdir(child, 0755)) ? errno : 0;
+		done = !fired(0);
+		injected += !done;
+		there = !stat(child, &st);
+		if (remove)
+			tally(n, err, err ? !done && there && !strcmp(slurp(eff), want) : !there,
+			      err ? "the child changed" : "the child is still there");
+		else
+			tally(n, err, err ? !done && !there : there && !strcmp(slurp(eff), want),
+			      err ? "a child is there" : "the child's limit is not its parent's");
+		rmdir(child);
+	}
+	summary(remove ? "rmdir" : "mkdir");
+	return bad ? 1 : 0;
+}
+
+/* Run @argv, its output nowhere: its exit status, or -1. */
+static int run(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The unit's MemoryAllocRetries= as systemctl shows it, and its file's. */
+static void unit_state(const char *unit, const char *file, char *prop,
+		       size_t size)
+{
+	char cmd[256];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "systemctl show -P MemoryAllocRetries %s", unit);
+	prop[0] = '\0';
+	f = popen(cmd, "r");
+	if (f) {
+		if (!fgets(prop, size, f))
+			prop[0] = '\0';
+		pclose(f);
+	}
+	prop[strcspn(prop, "\n")] = '\0';
+	strncat(prop, "/", size - strlen(prop) - 1);
+	strncat(prop, slurp(file), size - strlen(prop) - 1);
+}
+
+static int sweep_pid1(const char *unit, const char *val, const char *file)
+{
+	char prop[256], old[256], want[256], arg[64];
+	char *const set[] = { "systemctl", "set-property", "--runtime",
+			      (char *)unit, arg, NULL };
+	char *const alive[] = { "systemctl", "show", "-P", "Version", NULL };
+	long n;
+	int rc;
+	bool done = false;
+
+	unit_state(unit, file, old, sizeof(old));
+	snprintf(want, sizeof(want), "%s/%s", val, val);
+	for (n = 1; n < MAX_N && !done; n++) {
+		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%s", val);
+		arm(1, n);
+		rc = run(set);
+		done = !fired(1);
+		injected += !done;
+		unit_state(unit, file, prop, sizeof(prop));
+		tally(n, rc ? EIO : 0, !(done && rc) &&
+		      !strcmp(prop, rc ? old : want) && !run(alive),
+		      rc ? "unit/file changed or PID 1 is gone" :
+			   "unit/file not set or PID 1 is gone");
+		if (bad)
+			printf("#   unit/file: %s, was %s\n", prop, old);
+		/* Back to the old value, without faults. */
+		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%.*s",
+			 (int)strcspn(old, "/"), old);
+		run(set);
+	}
+	summary("systemctl set-property (faults in PID 1)");
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "write"))
+		return sweep_write(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "read"))
+		return sweep_read(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "mkdir"))
+		return sweep_mkdir(argv[2], false);
+	if (argc == 3 && !strcmp(argv[1], "rmdir"))
+		return sweep_mkdir(argv[2], true);
+	if (argc == 5 && !strcmp(argv[1], "pid1"))
+		return sweep_pid1(argv[2], argv[3], argv[4]);
+	fprintf(stderr, "usage: %s write PATH VALUE | read PATH | mkdir PARENT | rmdir PARENT | pid1 UNIT VALUE CGROUP_FILE\n",
+		argv[0]);
+	return 2;
+}

@@ -1,0 +1,169 @@
+#!/bin/bash
+# Fault injection over the project's own paths, on the debug kernel of
+# make check-debug (CONFIG_FAULT_INJECTION, FAILSLAB, FAIL_PAGE_ALLOC).
+#
+# fail-nth sweeps (fail_nth_sweep): the n-th slab or page allocation of
+# one system call fails, for n = 1, 2, ... until the call makes no n-th;
+# after each, the call succeeded and did all it says, or it failed and
+# changed nothing:
+# - writing memory.alloc_retries and vm.retry_allocation_attempts;
+# - reading memory.alloc_retries.effective;
+# - mkdir and rmdir of a cgroup under a parent at 3;
+# - the systemd D-Bus setter of MemoryAllocRetries=, the faults in PID 1.
+# Then a minute of random faults (failslab and fail_page_alloc, 1% of the
+# allocations that may sleep, order 0 and up) in the container workloads,
+# the fail-fast service at 0, 3 and max, each with a hog under its
+# memory.max: the machine stays up, every workload ends with its result,
+# and the trace events, memory.events and /proc/vmstat agree.
+# shellcheck source=cgroup-tests/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+bin=$(dirname "$0")
+debugfs=/sys/kernel/debug
+tracing=/sys/kernel/tracing
+containers=${ALLOC_TEST_CONTAINERS:-/job/containers}
+cgroot=/sys/fs/cgroup$(dirname "$(cut -d: -f3 /proc/self/cgroup)")
+top=$cgroot/fault-injection
+sysctl=/proc/sys/vm/retry_allocation_attempts
+out=${ALLOC_TEST_RESULTS:-/run/results}/fault-injection
+unit=fault-injection-probe.service
+if [ ! -d "$debugfs/failslab" ] || [ ! -d "$debugfs/fail_page_alloc" ]; then
+	echo "Bail out! no failslab or fail_page_alloc in $debugfs: not the debug kernel"
+	exit 1
+fi
+mkdir -p "$out"
+
+# Every slab and page allocation may be chosen, those that may sleep too,
+# order 0 up; no log line per injected fault (the sweeps count them).
+for attr in failslab fail_page_alloc; do
+	echo N > "$debugfs/$attr/ignore-gfp-wait"
+	echo 0 > "$debugfs/$attr/verbose"
+done
+echo 0 > "$debugfs/fail_page_alloc/min-order"
+echo N > "$debugfs/fail_page_alloc/ignore-gfp-highmem"
+
+make_top() {
+	mkdir "$top"
+	echo +memory > "$top/cgroup.subtree_control"
+}
+
+sweep_memory_alloc_retries_write() {
+	make_top
+	trap 'rmdir "$top"' EXIT
+	run "$bin/fail_nth_sweep" write "$top/memory.alloc_retries" 5
+}
+
+sweep_sysctl_write() {
+	run "$bin/fail_nth_sweep" write "$sysctl" 7
+	assert_file "$sysctl" -1
+}
+
+sweep_effective_read() {
+	make_top
+	mkdir "$top/child"
+	trap 'rmdir "$top/child" "$top"' EXIT
+	echo 3 > "$top/memory.alloc_retries"
+	run "$bin/fail_nth_sweep" read "$top/child/memory.alloc_retries.effective"
+}
+
+sweep_cgroup_mkdir() {
+	make_top
+	trap 'rmdir "$top"' EXIT
+	echo 3 > "$top/memory.alloc_retries"
+	run "$bin/fail_nth_sweep" mkdir "$top"
+}
+
+sweep_cgroup_rmdir() {
+	make_top
+	trap 'rmdir "$top"' EXIT
+	echo 3 > "$top/memory.alloc_retries"
+	run "$bin/fail_nth_sweep" rmdir "$top"
+}
+
+sweep_systemd_setter() {
+	local cg
+	run systemd-run --unit="$unit" -p MemoryAllocRetries=max sleep infinity
+	trap 'systemctl stop "$unit"' EXIT
+	cg=/sys/fs/cgroup$(systemctl show -P ControlGroup "$unit")
+	run "$bin/fail_nth_sweep" pid1 "$unit" 4 "$cg/memory.alloc_retries"
+}
+
+# failfast POLICY: the fail-fast service and a hog in their own cgroup
+# under $top at POLICY with memory.max 32M, the service failing 1% of
+# its allocations; their pids added to services and hogs.
+failfast() {
+	local cg=$top/$1
+	mkdir "$cg" "$cg/work" "$cg/hog"
+	echo "$1" > "$cg/memory.alloc_retries"
+	echo 32M > "$cg/memory.max"
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --result "$2"' \
+		"$cg/hog" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
+	hogs+=("$!")
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	sh -c 'echo $$ > "$0/cgroup.procs"; echo 1 > /proc/self/make-it-fail
+		exec "$1" --seconds 60 --result "$2"' \
+		"$cg/work" "$containers/rootfs/bin/failfast" "$out/failfast-$1.json" &
+	services+=("$!")
+}
+
+# The range of the page-fault handler, exc_page_fault(), from kallsyms:
+# "START END" in hex.  Its allocations are never failed by the retry
+# limit, and a fault has no ENOMEM to return: an injected failure there
+# is the stock "VM_FAULT_OOM leaked" retry, not a path of the series.
+fault_handler_range() {
+	sort /proc/kallsyms | awk '
+		found { printf "0x%s\n", $1; exit }
+		$3 == "exc_page_fault" { printf "0x%s ", $1; found = 1 }'
+}
+
+workloads_under_random_faults() {
+	local p vm_before trace_lines events=0 vm range hogs=() services=()
+	make_top
+	trap 'for attr in failslab fail_page_alloc; do
+			echo 0 > "$debugfs/$attr/probability"
+			echo 0 > "$debugfs/$attr/reject-start"
+			echo 0 > "$debugfs/$attr/reject-end"
+		done
+		kill "${hogs[@]}" "${services[@]}" 2>/dev/null; wait
+		for p in 0 3 max; do
+			rmdir "$top/$p/work" "$top/$p/hog" "$top/$p" 2>/dev/null
+		done
+		rmdir "$top"' EXIT
+	read -r -a range < <(fault_handler_range)
+	assert_eq "${#range[@]}" 2 "the range of exc_page_fault in /proc/kallsyms"
+	for attr in failslab fail_page_alloc; do
+		echo "${range[0]}" > "$debugfs/$attr/reject-start"
+		echo "${range[1]}" > "$debugfs/$attr/reject-end"
+		echo Y > "$debugfs/$attr/task-filter"
+		echo 1 > "$debugfs/$attr/interval"
+		echo -1 > "$debugfs/$attr/times"
+		echo 1 > "$debugfs/$attr/probability"
+	done
+	: > "$tracing/trace"
+	vm_before=$(sed -n 's/^alloc_retry_fail //p' /proc/vmstat)
+	for p in 0 3 max; do
+		failfast "$p"
+	done
+	# The services end by themselves after their 60 s, then the hogs.
+	wait "${services[@]}" || true
+	kill -TERM "${hogs[@]}"
+	wait "${hogs[@]}" || true
+	for attr in failslab fail_page_alloc; do
+		echo 0 > "$debugfs/$attr/probability"
+	done
+	for p in 0 3 max; do
+		assert_jq "$out/failfast-$p.json" '.outcome != null'
+		diag "failfast at $p: $(jq -c '{outcome, enomem, enfile}' "$out/failfast-$p.json")"
+		events=$((events + $(sed -n 's/^alloc_retry_fail //p' "$top/$p/memory.events")))
+	done
+	vm=$(( $(sed -n 's/^alloc_retry_fail //p' /proc/vmstat) - vm_before ))
+	trace_lines=$(grep -c 'alloc_retry_fail: ' "$tracing/trace" || true)
+	diag "alloc_retry_fail: $events in memory.events, $vm in /proc/vmstat, $trace_lines trace events"
+	assert_eq "$vm" "$events" "/proc/vmstat against memory.events"
+	assert_eq "$trace_lines" "$events" "the trace against memory.events"
+}
+
+tap_run sweep_memory_alloc_retries_write sweep_sysctl_write \
+	sweep_effective_read sweep_cgroup_mkdir sweep_cgroup_rmdir \
+	sweep_systemd_setter workloads_under_random_faults
