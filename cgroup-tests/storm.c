@@ -135,6 +135,21 @@ static char *under(const char *name)
 	return cg_name(storm, name);
 }
 
+/* Run the shell command @cmd, its output as diagnostics: its status. */
+static int run_diag(const char *cmd)
+{
+	char line[512];
+	FILE *f;
+
+	fflush(stdout);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		ksft_print_msg("  %s", line);
+	return pclose(f);
+}
+
 static unsigned long long cgroup_id(const char *path)
 {
 	struct stat st;
@@ -447,29 +462,24 @@ static void lockup_run(int r)
 {
 	const char *c = lockup_cases[(r / 10) % ARRAY_SIZE(lockup_cases)];
 	char *runner = under("lockup-runner");
-	char prog[PATH_MAX];
+	char cmd[2 * PATH_MAX + 256];
 	int status;
-	pid_t pid;
 
 	if (writer > 0)
 		kill(writer, SIGSTOP);
 	/* test_oom_lockup empties the trace: take what is there first. */
 	sleep_ms(100);
 	trace_drain();
-	snprintf(prog, sizeof(prog), "%s/test_oom_lockup", bin_dir);
-	pid = fork();
-	if (pid == 0) {
-		if (cg_enter_current(runner))
-			_exit(2);
-		setenv("ALLOC_LOCKUP_REPEAT", "1", 1);
-		/* Its runs.json on tmpfs would keep its cgroups charged. */
-		unsetenv("ALLOC_TEST_RESULTS");
-		execl(prog, prog, c, (char *)NULL);
-		_exit(127);
-	}
-	waitpid(pid, &status, 0);
+	/*
+	 * Its TAP as diagnostics of ours; no runs.json (on tmpfs it would
+	 * keep its cgroups charged).
+	 */
+	snprintf(cmd, sizeof(cmd),
+		 "echo $$ > %s/cgroup.procs && ALLOC_LOCKUP_REPEAT=1 exec env -u ALLOC_TEST_RESULTS %s/test_oom_lockup %s 2>&1",
+		 runner, bin_dir, c);
+	status = run_diag(cmd);
 	lockup_runs++;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+	if (status == 0)
 		lockup_held++;
 	else
 		failed("round %d: the lockup case %s did not hold (status 0x%x)",
@@ -724,21 +734,6 @@ static void summary(void)
 			       "eph-* (removed)", eph_policies[p], calls,
 			       enomem, ev, tr, kills);
 	}
-}
-
-/* Run the shell command @cmd, its output as diagnostics: its status. */
-static int run_diag(const char *cmd)
-{
-	char line[512];
-	FILE *f;
-
-	fflush(stdout);
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		ksft_print_msg("  %s", line);
-	return pclose(f);
 }
 
 static int test_storm_no_dying_cgroups(void)
