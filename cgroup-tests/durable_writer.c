@@ -148,6 +148,7 @@ static bool write_durably(int dir, const char *name, uint64_t seq,
 static void result_write(const char *path, long durable_now, bool manifest)
 {
 	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
+	long not_enomem = 0;
 	int c, e;
 	bool first = true;
 
@@ -155,9 +156,12 @@ static void result_write(const char *path, long durable_now, bool manifest)
 		perror(path);
 		exit(1);
 	}
-	fprintf(f, "{\"files_written\": %ld, \"durable\": %ld, \"unlinked\": %ld, \"durable_at_end\": %ld, \"manifest\": %s, \"failed_calls\": {",
+	for (c = 0; c < NR_CALLS; c++)
+		for (e = 0; e < 135; e++)
+			not_enomem += e == ENOMEM ? 0 : failed[c][e];
+	fprintf(f, "{\"files_written\": %ld, \"durable\": %ld, \"unlinked\": %ld, \"durable_at_end\": %ld, \"manifest\": %s, \"failed_not_enomem\": %ld, \"failed_calls\": {",
 		written, durable_total, unlinked, durable_now,
-		manifest ? "true" : "false");
+		manifest ? "true" : "false", not_enomem);
 	for (c = 0; c < NR_CALLS; c++)
 		for (e = 0; e < 135; e++) {
 			if (!failed[c][e])
@@ -176,7 +180,7 @@ static void result_write(const char *path, long durable_now, bool manifest)
 
 static int do_write(const char *dirpath, const char *result)
 {
-	static uint64_t durable[KEEP + 1];
+	static uint64_t durable[KEEP];
 	struct sigaction sa = { .sa_handler = on_term };
 	int dir, n = 0, i, tries;
 	uint64_t seq = 0;
@@ -192,6 +196,20 @@ static int do_write(const char *dirpath, const char *result)
 		return 1;
 	}
 	while (!stop) {
+		/* Room for the next file first: at most KEEP are promised. */
+		if (n == KEEP) {
+			snprintf(name, sizeof(name), "f%08llu",
+				 (unsigned long long)durable[0]);
+			if (unlinkat(dir, name, 0)) {
+				count_failure(C_UNLINK);
+				continue;
+			}
+			/* Unlinked: no longer promised, whether or not it lasts. */
+			unlinked++;
+			memmove(durable, durable + 1, --n * sizeof(*durable));
+			if (fsync(dir))
+				count_failure(C_FSYNC_DIR);
+		}
 		seq++;
 		size = make_file(seq);
 		snprintf(name, sizeof(name), "f%08llu", (unsigned long long)seq);
@@ -201,19 +219,6 @@ static int do_write(const char *dirpath, const char *result)
 			durable[n++] = seq;
 			durable_total++;
 		}
-		if (n <= KEEP)
-			continue;
-		snprintf(name, sizeof(name), "f%08llu",
-			 (unsigned long long)durable[0]);
-		if (unlinkat(dir, name, 0)) {
-			count_failure(C_UNLINK);
-			continue;
-		}
-		/* Unlinked: no longer promised, whether or not it lasts. */
-		unlinked++;
-		memmove(durable, durable + 1, --n * sizeof(*durable));
-		if (fsync(dir))
-			count_failure(C_FSYNC_DIR);
 	}
 	/* The pressure is over: the manifest must make it to disk. */
 	for (tries = 0; tries < 10 && !manifest; tries++) {
@@ -221,7 +226,8 @@ static int do_write(const char *dirpath, const char *result)
 			continue;
 		for (i = 0; i < n; i++)
 			fprintf(m, "%llu\n", (unsigned long long)durable[i]);
-		manifest = !fflush(m) && !fsync(fileno(m)) && !fclose(m) &&
+		manifest = !fflush(m) && !fsync(fileno(m));
+		manifest = !fclose(m) && manifest &&
 			   !rename("MANIFEST.tmp", MANIFEST) && !fsync(dir);
 	}
 	result_write(result, n, manifest);

@@ -43,6 +43,11 @@
 #include <unistd.h>
 
 #define MAX_N	100000
+/*
+ * PID 1's fault points are not the call's alone (its other work takes
+ * some): a sweep that has not ended by then is reported as such.
+ */
+#define MAX_PID1_N	3000
 
 static long calls, injected, succeeded, failed_by[135];
 static int bad;
@@ -74,32 +79,52 @@ static void put(const char *path, const char *val)
 	close(fd);
 }
 
-/* Arm fail-nth of task @tid (0: this thread) with @n. */
-static void arm(pid_t tid, long n)
-{
-	char path[64], val[24];
-
-	if (tid)
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/fail-nth", tid, tid);
-	else
-		snprintf(path, sizeof(path), "/proc/thread-self/fail-nth");
-	snprintf(val, sizeof(val), "%ld", n);
-	put(path, val);
-}
-
-/* Whether the armed fault was injected (fail-nth read 0); disarms. */
-static bool fired(pid_t tid)
+/*
+ * fail-nth of task @tid (0: this thread), kept open: reading and writing
+ * it allocates nothing, so the only fault points between arm() and fired()
+ * are the system call's.
+ */
+static int nth_open(pid_t tid)
 {
 	char path[64];
-	bool yes;
+	int fd;
 
 	if (tid)
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/fail-nth", tid, tid);
 	else
 		snprintf(path, sizeof(path), "/proc/thread-self/fail-nth");
-	yes = !strcmp(slurp(path), "0");
-	put(path, "0");
-	return yes;
+	fd = open(path, O_RDWR);
+	if (fd < 0) {
+		fprintf(stderr, "%s: %m\n", path);
+		exit(1);
+	}
+	return fd;
+}
+
+/* Fail the @n-th fault point from now on. */
+static void arm(int nth, long n)
+{
+	char val[24];
+	int len = snprintf(val, sizeof(val), "%ld", n);
+
+	if (pwrite(nth, val, len, 0) != len) {
+		perror("fail-nth");
+		exit(1);
+	}
+}
+
+/* Whether the armed fault was injected (fail-nth reads 0); disarms. */
+static bool fired(int nth)
+{
+	char val[24];
+	ssize_t len = pread(nth, val, sizeof(val) - 1, 0);
+
+	if (len <= 0 || pwrite(nth, "0", 1, 0) != 1) {
+		perror("fail-nth");
+		exit(1);
+	}
+	val[len] = '\0';
+	return atol(val) == 0;
 }
 
 static void tally(long n, int err, bool ok, const char *state)
@@ -131,9 +156,9 @@ static void summary(const char *what)
 static int sweep_write(const char *path, const char *val)
 {
 	char old[256], got[256];
+	int fd, err, nth = nth_open(0);
 	ssize_t r;
 	long n;
-	int fd, err;
 
 	snprintf(old, sizeof(old), "%s", slurp(path));
 	for (n = 1; n < MAX_N; n++) {
@@ -142,10 +167,10 @@ static int sweep_write(const char *path, const char *val)
 			perror(path);
 			return 1;
 		}
-		arm(0, n);
+		arm(nth, n);
 		r = write(fd, val, strlen(val));
 		err = r < 0 ? errno : 0;
-		if (!fired(0)) {
+		if (!fired(nth)) {
 			/* No n-th point: the call as it is without faults. */
 			close(fd);
 			tally(n, err, !err && !strcmp(slurp(path), val),
@@ -167,9 +192,10 @@ static int sweep_write(const char *path, const char *val)
 static int sweep_read(const char *path)
 {
 	char want[4096], buf[4096];
+	int fd, err, nth = nth_open(0);
+	bool done;
 	ssize_t r;
 	long n;
-	int fd, err;
 
 	snprintf(want, sizeof(want), "%s", slurp(path));
 	for (n = 1; n < MAX_N; n++) {
@@ -178,13 +204,14 @@ static int sweep_read(const char *path)
 			perror(path);
 			return 1;
 		}
-		arm(0, n);
+		arm(nth, n);
 		r = read(fd, buf, sizeof(buf) - 1);
 		err = r < 0 ? errno : 0;
+		done = !fired(nth);
 		close(fd);
 		buf[r > 0 ? r : 0] = '\0';
 		buf[strcspn(buf, "\n")] = '\0';
-		if (!fired(0)) {
+		if (done) {
 			tally(n, err, !err && !strcmp(buf, want), "read something else");
 			break;
 		}
@@ -200,7 +227,7 @@ static int sweep_mkdir(const char *parent, bool remove)
 	char child[PATH_MAX], eff[PATH_MAX + 64], want[64];
 	struct stat st;
 	long n;
-	int err;
+	int err, nth = nth_open(0);
 	bool there, done = false;
 
 	snprintf(child, sizeof(child), "%s/fail-nth", parent);
@@ -213,9 +240,9 @@ static int sweep_mkdir(const char *parent, bool remove)
 			perror(child);
 			return 1;
 		}
-		arm(0, n);
+		arm(nth, n);
 		err = (remove ? rmdir(child) : mkdir(child, 0755)) ? errno : 0;
-		done = !fired(0);
+		done = !fired(nth);
 		injected += !done;
 		there = !stat(child, &st);
 		if (remove)
@@ -276,28 +303,38 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 			      (char *)unit, arg, NULL };
 	char *const alive[] = { "systemctl", "show", "-P", "Version", NULL };
 	long n;
-	int rc;
+	int rc, before, nth = nth_open(1);
 	bool done = false;
 
 	unit_state(unit, file, old, sizeof(old));
 	snprintf(want, sizeof(want), "%s/%s", val, val);
-	for (n = 1; n < MAX_N && !done; n++) {
+	for (n = 1; n <= MAX_PID1_N && !done; n++) {
 		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%s", val);
-		arm(1, n);
+		arm(nth, n);
 		rc = run(set);
-		done = !fired(1);
+		done = !fired(nth);
 		injected += !done;
 		unit_state(unit, file, prop, sizeof(prop));
+		before = bad;
+		/* systemctl's exit status, not an errno: counted as EIO. */
 		tally(n, rc ? EIO : 0, !(done && rc) &&
 		      !strcmp(prop, rc ? old : want) && !run(alive),
 		      rc ? "unit/file changed or PID 1 is gone" :
 			   "unit/file not set or PID 1 is gone");
-		if (bad)
+		if (bad > before)
 			printf("#   unit/file: %s, was %s\n", prop, old);
 		/* Back to the old value, without faults. */
 		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%.*s",
 			 (int)strcspn(old, "/"), old);
-		run(set);
+		if (run(set)) {
+			printf("# n=%ld: cannot set %s back\n", n, arg);
+			bad++;
+			break;
+		}
+	}
+	if (!done) {
+		printf("# no end after %d faults in PID 1\n", MAX_PID1_N);
+		bad++;
 	}
 	summary("systemctl set-property (faults in PID 1)");
 	return bad ? 1 : 0;

@@ -11,10 +11,12 @@
 # - mkdir and rmdir of a cgroup under a parent at 3;
 # - the systemd D-Bus setter of MemoryAllocRetries=, the faults in PID 1.
 # Then a minute of random faults (failslab and fail_page_alloc, 1% of the
-# allocations that may sleep, order 0 and up) in the container workloads,
-# the fail-fast service at 0, 3 and max, each with a hog under its
-# memory.max: the machine stays up, every workload ends with its result,
-# and the trace events, memory.events and /proc/vmstat agree.
+# allocations that may sleep, order 0 and up, the page-fault handler
+# spared) in the fail-fast service of the container workloads, at 0, 3
+# and max, each with a hog under its memory.max: the machine stays up,
+# every service ends by itself with its last result, the limit is met at
+# 0 and never at max, and the trace events, memory.events and /proc/vmstat
+# agree.
 # shellcheck source=cgroup-tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 
@@ -68,14 +70,14 @@ sweep_effective_read() {
 
 sweep_cgroup_mkdir() {
 	make_top
-	trap 'rmdir "$top"' EXIT
+	trap 'rmdir "$top/fail-nth" 2>/dev/null; rmdir "$top"' EXIT
 	echo 3 > "$top/memory.alloc_retries"
 	run "$bin/fail_nth_sweep" mkdir "$top"
 }
 
 sweep_cgroup_rmdir() {
 	make_top
-	trap 'rmdir "$top"' EXIT
+	trap 'rmdir "$top/fail-nth" 2>/dev/null; rmdir "$top"' EXIT
 	echo 3 > "$top/memory.alloc_retries"
 	run "$bin/fail_nth_sweep" rmdir "$top"
 }
@@ -89,10 +91,11 @@ sweep_systemd_setter() {
 }
 
 # failfast POLICY: the fail-fast service and a hog in their own cgroup
-# under $top at POLICY with memory.max 32M, the service failing 1% of
-# its allocations; their pids added to services and hogs.
+# under $top at POLICY with memory.max 32M; their pids added to services
+# and hogs.  The faults reach the service once it runs (its result file
+# says "running"), not its execve(), whose failure is the shell's.
 failfast() {
-	local cg=$top/$1
+	local cg=$top/$1 result=$out/failfast-$1.json i
 	mkdir "$cg" "$cg/work" "$cg/hog"
 	echo "$1" > "$cg/memory.alloc_retries"
 	echo 32M > "$cg/memory.max"
@@ -101,10 +104,14 @@ failfast() {
 		"$cg/hog" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
 	hogs+=("$!")
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	sh -c 'echo $$ > "$0/cgroup.procs"; echo 1 > /proc/self/make-it-fail
-		exec "$1" --seconds 60 --result "$2"' \
-		"$cg/work" "$containers/rootfs/bin/failfast" "$out/failfast-$1.json" &
+	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --seconds 60 --result "$2"' \
+		"$cg/work" "$containers/rootfs/bin/failfast" "$result" &
 	services+=("$!")
+	for i in $(seq 100); do
+		jq -e '.outcome == "running"' "$result" > /dev/null 2>&1 && break
+		sleep 0.1
+	done
+	echo 1 > "/proc/$!/make-it-fail"
 }
 
 # The range of the page-fault handler, exc_page_fault(), from kallsyms:
@@ -118,7 +125,9 @@ fault_handler_range() {
 }
 
 workloads_under_random_faults() {
-	local p vm_before trace_lines events=0 vm range hogs=() services=()
+	local p i vm_before trace_lines events=0 vm at_0 range status
+	# Not local: the EXIT trap runs once the function has returned.
+	hogs=() services=()
 	make_top
 	trap 'for attr in failslab fail_page_alloc; do
 			echo 0 > "$debugfs/$attr/probability"
@@ -146,17 +155,31 @@ workloads_under_random_faults() {
 		failfast "$p"
 	done
 	# The services end by themselves after their 60 s, then the hogs.
-	wait "${services[@]}" || true
+	for i in 0 1 2; do
+		status=0
+		wait "${services[$i]}" || status=$?
+		# 0: completed; 1: ended on an error it reported (an injected
+		# failure that is not ENOMEM, sendmsg()'s ENOBUFS for one).
+		assert_eq "$([ "$status" -le 1 ] && echo ended || echo "status $status")" \
+			ended "the service at $(echo 0 3 max | cut -d' ' -f$((i + 1)))"
+	done
 	kill -TERM "${hogs[@]}"
 	wait "${hogs[@]}" || true
 	for attr in failslab fail_page_alloc; do
 		echo 0 > "$debugfs/$attr/probability"
 	done
 	for p in 0 3 max; do
-		assert_jq "$out/failfast-$p.json" '.outcome != null'
-		diag "failfast at $p: $(jq -c '{outcome, enomem, enfile}' "$out/failfast-$p.json")"
+		# Its last word, not the "running" of its start.
+		assert_jq "$out/failfast-$p.json" '.outcome == "completed" or .outcome == "error"'
+		diag "failfast at $p: $(jq -c '{outcome, error, enomem, enfile}' "$out/failfast-$p.json")"
 		events=$((events + $(sed -n 's/^alloc_retry_fail //p' "$top/$p/memory.events")))
 	done
+	# The limit was met at 0, and never at max.
+	at_0=$(sed -n 's/^alloc_retry_fail //p' "$top/0/memory.events")
+	assert_eq "$([ "$at_0" -gt 0 ] && echo met || echo "not met")" met \
+		"the limit at 0 (alloc_retry_fail $at_0)"
+	assert_eq "$(sed -n 's/^alloc_retry_fail //p' "$top/max/memory.events")" 0 \
+		"alloc_retry_fail at max"
 	vm=$(( $(sed -n 's/^alloc_retry_fail //p' /proc/vmstat) - vm_before ))
 	trace_lines=$(grep -c 'alloc_retry_fail: ' "$tracing/trace" || true)
 	diag "alloc_retry_fail: $events in memory.events, $vm in /proc/vmstat, $trace_lines trace events"
@@ -164,6 +187,7 @@ workloads_under_random_faults() {
 	assert_eq "$trace_lines" "$events" "the trace against memory.events"
 }
 
+# The faults in PID 1 last: a PID 1 they broke would break the others.
 tap_run sweep_memory_alloc_retries_write sweep_sysctl_write \
 	sweep_effective_read sweep_cgroup_mkdir sweep_cgroup_rmdir \
-	sweep_systemd_setter workloads_under_random_faults
+	workloads_under_random_faults sweep_systemd_setter

@@ -72,7 +72,8 @@
 #define WRITER_MAX	"48M"
 #define WRITER_HOG	(48 * MIB - 384 * 1024)
 #define DATA_DIR	"/run/storm-data"
-#define MAX_IDS		1024
+/* The cgroups watched: 15, and 2 a round. */
+#define MAX_IDS		(16 + 2 * 1000)
 
 /* The lockup cases the storm runs in turn: those with a cgroup limit. */
 static const char *const lockup_cases[] = {
@@ -340,15 +341,18 @@ static void destroy(const char *name)
 	free(path);
 }
 
+/* Kill and reap @pids: each must end by SIGKILL, ours or the OOM killer's. */
 static void wait_all(const pid_t *pids, int n)
 {
-	int i;
+	int i, status;
 
 	for (i = 0; i < n; i++) {
 		if (pids[i] <= 0)
 			continue;
 		kill(pids[i], SIGKILL);
-		waitpid(pids[i], NULL, 0);
+		if (waitpid(pids[i], &status, 0) != pids[i] ||
+		    !WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+			failed("task %d ended otherwise (status 0x%x)", pids[i], status);
 	}
 }
 
@@ -369,15 +373,34 @@ static void kill_all(const char *name)
 /* The slots with a worker and, in memcg rounds, a hog. */
 static const char *const slot_names[] = { "at-0", "at-3", "at-max", "rewritten" };
 static const char *const slot_policy[] = { "0", "3", "max", "0" };
-static struct watched *slot_work[4], *movers[2];
+static struct watched *slot_work[4], *movers[2], *writer_w;
 /* The policies of the ephemeral slots, in turn. */
 static const char *const eph_policies[] = { "0", "3", "max" };
+
+/*
+ * Start a hog of @bytes in @name unless *@pid is one still alive; a hog
+ * the OOM killer took (SIGKILL) is reaped.  A hog killed while it fills
+ * is tried again at the next step.
+ */
+static void hog_again(pid_t *pid, const char *name, size_t bytes)
+{
+	char *path;
+	int status;
+
+	if (*pid > 0 && waitpid(*pid, &status, WNOHANG) == 0)
+		return;
+	if (*pid > 0 && (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL))
+		failed("hog %d ended otherwise (status 0x%x)", *pid, status);
+	path = under(name);
+	*pid = hog_start(path, bytes);
+	free(path);
+}
 
 static void round_run(int r)
 {
 	static const char *const rewrites[] = { "0", "3", "max", "1" };
 	bool memcg = r % 2;
-	char eph[32], work[48], hogcg[48], *path, *dst;
+	char eph[32], work[48], hogcg[48], hog_names[6][48], *path, *dst;
 	struct watched *eph_work;
 	pid_t pids[8], hogs[6], global_hog = -1, mover;
 	int i, nr = 0, nr_hogs = 0, step;
@@ -400,31 +423,27 @@ static void round_run(int r)
 	set_max(eph, memcg ? MEMCG_MAX : "max");
 	set_max("writer", memcg ? WRITER_MAX : "max");
 	if (memcg) {
-		for (i = 0; i < 4; i++) {
-			snprintf(hogcg, sizeof(hogcg), "%s/hog", slot_names[i]);
-			path = under(hogcg);
-			hogs[nr_hogs++] = hog_start(path, MEMCG_HOG);
-			free(path);
-		}
-		snprintf(hogcg, sizeof(hogcg), "%s/hog", eph);
-		path = under(hogcg);
-		hogs[nr_hogs++] = hog_start(path, MEMCG_HOG);
-		free(path);
-		path = under("writer/hog");
-		hogs[nr_hogs++] = hog_start(path, WRITER_HOG);
-		free(path);
+		for (i = 0; i < 4; i++)
+			snprintf(hog_names[nr_hogs++], sizeof(hog_names[0]),
+				 "%s/hog", slot_names[i]);
+		snprintf(hog_names[nr_hogs++], sizeof(hog_names[0]), "%s/hog", eph);
+		snprintf(hog_names[nr_hogs++], sizeof(hog_names[0]), "writer/hog");
 	}
-	for (i = 0; i < 4; i++)
-		pids[nr++] = worker_start(slot_work[i]);
-	pids[nr++] = worker_start(eph_work);
-	mover = pids[nr++] = worker_start(movers[r % 2]);
-
+	for (i = 0; i < nr_hogs; i++)
+		hogs[i] = -1;
 	for (step = 0; step * STEP_MS < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
-		if (!memcg && (global_hog <= 0 ||
-			       waitpid(global_hog, NULL, WNOHANG) == global_hog)) {
-			path = under("hog");
-			global_hog = hog_start(path, hog_bytes_for_pressure());
-			free(path);
+		/* A hog the OOM killer took is back at once: the pressure stays. */
+		for (i = 0; i < nr_hogs; i++)
+			hog_again(&hogs[i], hog_names[i],
+				  strcmp(hog_names[i], "writer/hog") ? MEMCG_HOG : WRITER_HOG);
+		if (!memcg)
+			hog_again(&global_hog, "hog", hog_bytes_for_pressure());
+		/* The workers come once the hogs hold their memory. */
+		if (step == 0) {
+			for (i = 0; i < 4; i++)
+				pids[nr++] = worker_start(slot_work[i]);
+			pids[nr++] = worker_start(eph_work);
+			mover = pids[nr++] = worker_start(movers[r % 2]);
 		}
 		path = under("rewritten");
 		if (alloc_retries_set(path, rewrites[step % 4]))
@@ -463,19 +482,26 @@ static void lockup_run(int r)
 	const char *c = lockup_cases[(r / 10) % ARRAY_SIZE(lockup_cases)];
 	char *runner = under("lockup-runner");
 	char cmd[2 * PATH_MAX + 256];
-	int status;
+	int i, status;
 
-	if (writer > 0)
+	/*
+	 * test_oom_lockup empties the trace: take what is there first, with
+	 * the writer stopped (which it is only once back in user mode).
+	 */
+	if (writer > 0) {
 		kill(writer, SIGSTOP);
-	/* test_oom_lockup empties the trace: take what is there first. */
-	sleep_ms(100);
+		for (i = 0; i < 1000 && task_state(writer) != 'T'; i++)
+			sleep_ms(10);
+		if (i == 1000)
+			failed("the writer did not stop in 10 s");
+	}
 	trace_drain();
 	/*
 	 * Its TAP as diagnostics of ours; no runs.json (on tmpfs it would
 	 * keep its cgroups charged).
 	 */
 	snprintf(cmd, sizeof(cmd),
-		 "echo $$ > %s/cgroup.procs && ALLOC_LOCKUP_REPEAT=1 exec env -u ALLOC_TEST_RESULTS %s/test_oom_lockup %s 2>&1",
+		 "echo $$ > %s/cgroup.procs && exec env -u ALLOC_TEST_RESULTS ALLOC_LOCKUP_REPEAT=1 %s/test_oom_lockup %s 2>&1",
 		 runner, bin_dir, c);
 	status = run_diag(cmd);
 	lockup_runs++;
@@ -521,6 +547,17 @@ static void writer_start(const char *dev)
 	free(path);
 }
 
+/* On the way out, whatever went wrong: no writer, no mounted data disk. */
+static void writer_gone(void)
+{
+	if (writer > 0) {
+		kill(writer, SIGKILL);
+		waitpid(writer, NULL, 0);
+		writer = -1;
+	}
+	umount(DATA_DIR);
+}
+
 static void setup(void)
 {
 	char name[32];
@@ -553,7 +590,7 @@ static void setup(void)
 	mkcg("writer", "0", true);
 	mkcg("writer/w", NULL, false);
 	mkcg("writer/hog", NULL, false);
-	watch("writer/w", "0", false);
+	writer_w = watch("writer/w", "0", false);
 	watch("writer/hog", "0", false);
 	mkcg("lockup-runner", NULL, false);
 }
@@ -614,6 +651,11 @@ static int test_storm_writer_stopped_cleanly(void)
 		ksft_print_msg("the writer ended with status 0x%x\n", status);
 		return KSFT_FAIL;
 	}
+	/* Its calls failed only for want of memory: no EIO, no ENOSPC. */
+	if (!strstr(writer_result, "\"failed_not_enomem\": 0,")) {
+		ksft_print_msg("the writer saw errors other than ENOMEM\n");
+		return KSFT_FAIL;
+	}
 	/* Never remounted read-only: still rw after the storm. */
 	f = fopen("/proc/mounts", "r");
 	while (f && fgets(line, sizeof(line), f))
@@ -630,7 +672,7 @@ static int test_storm_counts_agree(void)
 {
 	long s_events, vm, pair_trace = 0, pair_events = 0;
 	bool ok = true;
-	int i;
+	int i, overrun;
 
 	for (i = 0; i < nr_watched; i++) {
 		struct watched *w = &watched[i];
@@ -649,6 +691,15 @@ static int test_storm_counts_agree(void)
 	if (pair_trace != pair_events) {
 		ksft_print_msg("move-0 and move-max: %ld trace events, alloc_retry_fail %ld\n",
 			       pair_trace, pair_events);
+		ok = false;
+	}
+	/*
+	 * An event the ring buffer dropped would look like a miscount: grep
+	 * must find no CPU with an overrun (exit status 1).
+	 */
+	overrun = run_diag("grep -h '^overrun: [1-9]' " TRACE "/per_cpu/cpu*/stats");
+	if (!WIFEXITED(overrun) || WEXITSTATUS(overrun) != 1) {
+		ksft_print_msg("the trace buffer overran: events were lost\n");
 		ok = false;
 	}
 	s_events = cg_event(storm, "memory.events", "alloc_retry_fail") - start_events;
@@ -690,8 +741,13 @@ static int test_storm_tasks_saw_what_was_counted(void)
 		if (!strcmp(w->policy, "0"))
 			enomem_at_0 += w->seen->enomem;
 	}
-	if (!enomem_at_0) {
-		ksft_print_msg("no worker at 0 saw ENOMEM: no pressure reached them\n");
+	if (!enomem_at_0 || slot_work[0]->events <= 0) {
+		ksft_print_msg("no ENOMEM at 0 (at-0/work: %ld): no pressure reached it\n",
+			       slot_work[0]->events);
+		ok = false;
+	}
+	if (have_disk && writer_w->events <= 0) {
+		ksft_print_msg("the writer at 0 never met its limit\n");
 		ok = false;
 	}
 	return ok ? KSFT_PASS : KSFT_FAIL;
@@ -835,7 +891,10 @@ int main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", argv[0]);
 	bin_dir = dirname(dir);
 	set_oom_score_adj(-1000);
+	/* Mounts tracefs if it is not; the event is on from the command line. */
+	trace_start();
 	setup();
+	atexit(writer_gone);
 	/*
 	 * Every page the storm maps, charged to the storm's own cgroup: a
 	 * page cache or shared page a child touched first would stay charged
@@ -844,11 +903,11 @@ int main(int argc, char **argv)
 	memset(seen_pool, 0, MAX_IDS * sizeof(*seen_pool));
 	if (mlockall(MCL_CURRENT))
 		ksft_exit_fail_msg("mlockall: %s\n", strerror(errno));
-	trace_drain();
 	start_vmstat = vmstat("alloc_retry_fail");
 	start_events = cg_event(storm, "memory.events", "alloc_retry_fail");
 	data_dev = getenv("ALLOC_TEST_DATA_DISK");
 	if (data_dev)
 		writer_start(data_dev);
+	/* Each case works on what the ones before it left: all, in order. */
 	run_tests(tests, ARRAY_SIZE(tests), 1, argv);
 }

@@ -12,12 +12,11 @@
 # What must hold, case by case (catalogue.json, "upstream_selftests"):
 # with the defaults every case passes but those that do not pass on stock
 # 6.12 in this guest either (each named with the reason; a skip counts as
-# not passing); at 0 every case that passes with the defaults passes, but
-# those the limit is meant to change, each named with the reason.
+# not passing); at 0 every case that passes with the defaults passes.
 #
 # On a kernel without the series it runs the defaults alone and asserts
 # that what does not pass is exactly the catalogue's list: the list is
-# measured, not typed.
+# measured, not typed.  Each program gets 10 minutes.
 # shellcheck source=cgroup-tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 
@@ -36,6 +35,11 @@ expected() {
 	jq -r --arg l "$1" '.upstream_selftests[$l] | keys[]' "$catalogue"
 }
 
+# vmstat_fails: /proc/vmstat's alloc_retry_fail (0 without the series).
+vmstat_fails() {
+	sed -n 's/^alloc_retry_fail //p' /proc/vmstat | grep . || echo 0
+}
+
 # run LAYOUT PROGRAM: PROGRAM as upstream runs it, with the OOM score of
 # an ordinary task (not the job's -1000: its OOM cases expect to be
 # killable) and its output line-buffered (its children would print again
@@ -43,7 +47,9 @@ expected() {
 # the results.
 run_program() {
 	local rc=0
-	(echo 0 > /proc/self/oom_score_adj && exec stdbuf -oL "$bin/$2") \
+	# Its own timeout, within the job's, so that the sysctl is restored.
+	(echo 0 > /proc/self/oom_score_adj &&
+		exec timeout --signal=KILL 600 stdbuf -oL "$bin/$2") \
 		> "$out/$1-$2.tap" 2>&1 || rc=$?
 	echo "$rc" > "$out/$1-$2.rc"
 }
@@ -76,7 +82,8 @@ all_cases_of() {
 # failed, or 1 with some (not killed, not a skip of the whole program),
 # and reported the cases it reports with the defaults.
 programs_ran_to_the_end() {
-	local p layout f rc want
+	local p layout f rc want fails_before
+	fails_before=$(vmstat_fails)
 	for p in "${programs[@]}"; do
 		diag "running $p: ${layouts[*]}"
 		run_program defaults "$p"
@@ -85,6 +92,8 @@ programs_ran_to_the_end() {
 		run_program limit-0 "$p"
 		echo -1 > "$sysctl"
 	done
+	[ ! -e "$sysctl" ] || echo $(( $(vmstat_fails) - fails_before )) \
+		> "$out/limit-0.alloc_retry_fail"
 	for p in "${programs[@]}"; do
 		for layout in "${layouts[@]}"; do
 			f=$out/$layout-$p.tap
@@ -132,32 +141,19 @@ defaults_pass_what_passes_on_stock() {
 		"" "cases that pass on stock but not here"
 }
 
-# At 0: what passes with the defaults passes, but the cases the limit is
-# meant to change.
-limit_0_fails_only_as_designed() {
+# At 0: what passes with the defaults passes.  (Their OOM cases allocate
+# in page faults, which the limit leaves alone; how often their system
+# calls met it is said, for the record.)
+limit_0_passes_what_the_defaults_pass() {
 	local lost
 	lost=$(comm -23 <(layout_cases defaults pass) <(layout_cases limit-0 pass))
-	diag "limit-0: $(layout_cases limit-0 pass | wc -l) passed, lost: $(echo "$lost" | words)"
-	assert_eq "$(comm -23 <(echo "$lost") <(expected changed_at_0 | sort) | words)" \
-		"" "cases that pass with the defaults but fail at 0"
-}
-
-# The changed cases do change: each passes with the defaults and fails at
-# 0, so the list holds no case that stopped meaning anything.
-limit_0_changes_what_it_names() {
-	local c bad=0
-	for c in $(expected changed_at_0); do
-		grep -qx "$c" <(layout_cases defaults pass) &&
-			grep -qx "$c" <(layout_cases limit-0 fail) && continue
-		diag "$c: does not pass with the defaults and fail at 0"
-		bad=1
-	done
-	return "$bad"
+	diag "limit-0: $(layout_cases limit-0 pass | wc -l) passed, lost: $(echo "$lost" | words); alloc_retry_fail +$(cat "$out/limit-0.alloc_retry_fail")"
+	assert_eq "$(echo "$lost" | words)" "" "cases that pass with the defaults but not at 0"
 }
 
 if [ -e "$sysctl" ]; then
 	tap_run programs_ran_to_the_end defaults_pass_what_passes_on_stock \
-		limit_0_fails_only_as_designed limit_0_changes_what_it_names
+		limit_0_passes_what_the_defaults_pass
 else
 	tap_run programs_ran_to_the_end defaults_pass_what_passes_on_stock
 fi

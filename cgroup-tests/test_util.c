@@ -517,6 +517,16 @@ static void proc_item(pid_t pid, const char *item, char *buf, size_t size)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+char task_state(pid_t pid)
+{
+	char buf[512], *p;
+
+	proc_item(pid, "stat", buf, sizeof(buf));
+	/* After the command, which may hold spaces and parentheses. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
 bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
 		     const char *top, char *seen, size_t size)
 {
@@ -527,10 +537,8 @@ bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
 	if (strtol(buf, &p, 10) != nr || p == buf)
 		return false;
 	if (state) {
-		proc_item(pid, "stat", buf, sizeof(buf));
-		p = strrchr(buf, ')');
-		snprintf(seen, size, "state %c", p && p[1] ? p[2] : '?');
-		if (!p || p[1] != ' ' || p[2] != state)
+		snprintf(seen, size, "state %c", task_state(pid) ?: '?');
+		if (task_state(pid) != state)
 			return false;
 	}
 	if (proc_read_text(pid, false, "stack", buf, sizeof(buf)) <= 0)

@@ -136,6 +136,9 @@ long cg_event(const char *cgroup, const char *file, const char *key);
 /* A counter of /proc/vmstat. */
 long vmstat(const char *key);
 
+/* The state letter of @pid (R, S, D, T...) in /proc/@pid/stat; 0 if gone. */
+char task_state(pid_t pid);
+
 /*
  * Is @pid in system call @nr, in state @state (0: any), with @in anywhere
  * on its kernel stack and @top on top of it (/proc/@pid/stack, root
