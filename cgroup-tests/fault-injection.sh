@@ -70,21 +70,21 @@ sweep_effective_read() {
 
 sweep_cgroup_mkdir() {
 	make_top
-	trap 'rmdir "$top/fail-nth" 2>/dev/null; rmdir "$top"' EXIT
+	trap 'rmdir "$top/fail-nth" 2>/dev/null || true; rmdir "$top"' EXIT
 	echo 3 > "$top/memory.alloc_retries"
 	run "$bin/fail_nth_sweep" mkdir "$top"
 }
 
 sweep_cgroup_rmdir() {
 	make_top
-	trap 'rmdir "$top/fail-nth" 2>/dev/null; rmdir "$top"' EXIT
+	trap 'rmdir "$top/fail-nth" 2>/dev/null || true; rmdir "$top"' EXIT
 	echo 3 > "$top/memory.alloc_retries"
 	run "$bin/fail_nth_sweep" rmdir "$top"
 }
 
 sweep_systemd_setter() {
 	local cg
-	run systemd-run --unit="$unit" -p MemoryAllocRetries=max sleep infinity
+	run systemd-run --unit="$unit" -p MemoryAllocRetries=infinity sleep infinity
 	trap 'systemctl stop "$unit"' EXIT
 	cg=/sys/fs/cgroup$(systemctl show -P ControlGroup "$unit")
 	run "$bin/fail_nth_sweep" pid1 "$unit" 4 "$cg/memory.alloc_retries"
@@ -134,9 +134,10 @@ workloads_under_random_faults() {
 			echo 0 > "$debugfs/$attr/reject-start"
 			echo 0 > "$debugfs/$attr/reject-end"
 		done
-		kill "${hogs[@]}" "${services[@]}" 2>/dev/null; wait
+		kill "${hogs[@]}" "${services[@]}" 2>/dev/null || true
+		wait
 		for p in 0 3 max; do
-			rmdir "$top/$p/work" "$top/$p/hog" "$top/$p" 2>/dev/null
+			rmdir "$top/$p/work" "$top/$p/hog" "$top/$p" 2>/dev/null || true
 		done
 		rmdir "$top"' EXIT
 	read -r -a range < <(fault_handler_range)
