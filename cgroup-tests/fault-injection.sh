@@ -90,22 +90,23 @@ sweep_systemd_setter() {
 	run "$bin/fail_nth_sweep" pid1 "$unit" 4 "$cg/memory.alloc_retries"
 }
 
-# failfast POLICY: the fail-fast service and a hog in their own cgroup
-# under $top at POLICY with memory.max 32M; their pids added to services
+# failfast POLICY: the fail-fast service and a hog in one cgroup under
+# $top at POLICY with memory.max 32M, as in a container (the hog fills
+# what its own cgroup's memory.max leaves); their pids added to services
 # and hogs.  The faults reach the service once it runs (its result file
 # says "running"), not its execve(), whose failure is the shell's.
 failfast() {
 	local cg=$top/$1 result=$out/failfast-$1.json i
-	mkdir "$cg" "$cg/work" "$cg/hog"
+	mkdir "$cg"
 	echo "$1" > "$cg/memory.alloc_retries"
 	echo 32M > "$cg/memory.max"
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --result "$2"' \
-		"$cg/hog" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
+		"$cg" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
 	hogs+=("$!")
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --seconds 60 --result "$2"' \
-		"$cg/work" "$containers/rootfs/bin/failfast" "$result" &
+		"$cg" "$containers/rootfs/bin/failfast" "$result" &
 	services+=("$!")
 	for i in $(seq 100); do
 		jq -e '.outcome == "running"' "$result" > /dev/null 2>&1 && break
@@ -137,11 +138,13 @@ workloads_under_random_faults() {
 		kill "${hogs[@]}" "${services[@]}" 2>/dev/null || true
 		wait
 		for p in 0 3 max; do
-			rmdir "$top/$p/work" "$top/$p/hog" "$top/$p" 2>/dev/null || true
+			rmdir "$top/$p" 2>/dev/null || true
 		done
 		rmdir "$top"' EXIT
+	# Each step said as it comes: where a run that never ends got to.
 	read -r -a range < <(fault_handler_range)
 	assert_eq "${#range[@]}" 2 "the range of exc_page_fault in /proc/kallsyms"
+	diag "sparing exc_page_fault() at ${range[*]}"
 	for attr in failslab fail_page_alloc; do
 		echo "${range[0]}" > "$debugfs/$attr/reject-start"
 		echo "${range[1]}" > "$debugfs/$attr/reject-end"
@@ -154,11 +157,23 @@ workloads_under_random_faults() {
 	vm_before=$(sed -n 's/^alloc_retry_fail //p' /proc/vmstat)
 	for p in 0 3 max; do
 		failfast "$p"
+		diag "the service at $p runs with faults (pid ${services[-1]})"
 	done
-	# The services end by themselves after their 60 s, then the hogs.
+	# The services end by themselves after their 60 s, then the hogs; one
+	# still there after 2 minutes is stuck, and says where.
 	for i in 0 1 2; do
 		status=0
+		for _ in $(seq 120); do
+			kill -0 "${services[$i]}" 2>/dev/null || break
+			sleep 1
+		done
+		if kill -0 "${services[$i]}" 2>/dev/null; then
+			diag "service ${services[$i]} stuck: $(tr '\0\n' ' |' < "/proc/${services[$i]}/stack")"
+			diag "  syscall $(cat "/proc/${services[$i]}/syscall"), state $(cut -d' ' -f3 "/proc/${services[$i]}/stat")"
+			kill -KILL "${services[$i]}"
+		fi
 		wait "${services[$i]}" || status=$?
+		diag "service ${services[$i]} ended with status $status"
 		# 0: completed; 1: ended on an error it reported (an injected
 		# failure that is not ENOMEM, sendmsg()'s ENOBUFS for one).
 		assert_eq "$([ "$status" -le 1 ] && echo ended || echo "status $status")" \
