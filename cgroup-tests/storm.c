@@ -132,6 +132,14 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static char *under(const char *name)
 {
 	return cg_name(storm, name);
@@ -405,7 +413,7 @@ static void round_run(int r)
 	struct watched *eph_work;
 	pid_t pids[8], hogs[6], global_hog = -1, mover;
 	int i, nr = 0, nr_hogs = 0, step;
-	long kills_before, fails_before;
+	long kills_before, fails_before, start;
 
 	fails_before = vmstat("alloc_retry_fail");
 	kills_before = cg_event(storm, "memory.events", "oom_kill");
@@ -432,7 +440,9 @@ static void round_run(int r)
 	}
 	for (i = 0; i < nr_hogs; i++)
 		hogs[i] = -1;
-	for (step = 0; step * STEP_MS < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
+	/* By the clock: a step that refilled a hog takes longer than STEP_MS. */
+	start = now_ms();
+	for (step = 0; now_ms() - start < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
 		/* A hog the OOM killer took is back at once: the pressure stays. */
 		for (i = 0; i < nr_hogs; i++)
 			hog_again(&hogs[i], hog_names[i],
