@@ -153,70 +153,50 @@ static void summary(const char *what)
 	printf("%s\n", bad ? "; NOT CLEAN" : "");
 }
 
-static int sweep_write(const char *path, const char *val)
+/*
+ * write(2) @val to @path, or read(2) it if @val is NULL.  The file must
+ * then read @val if the write succeeded, and what it read before if it
+ * failed; a read must read that too, or fail.
+ */
+static int sweep_file(const char *path, const char *val)
 {
-	char old[256], got[256];
-	int fd, err, nth = nth_open(0);
-	ssize_t r;
-	long n;
-
-	snprintf(old, sizeof(old), "%s", slurp(path));
-	for (n = 1; n < MAX_N; n++) {
-		fd = open(path, O_WRONLY);
-		if (fd < 0) {
-			perror(path);
-			return 1;
-		}
-		arm(nth, n);
-		r = write(fd, val, strlen(val));
-		err = r < 0 ? errno : 0;
-		if (!fired(nth)) {
-			/* No n-th point: the call as it is without faults. */
-			close(fd);
-			tally(n, err, !err && !strcmp(slurp(path), val),
-			      "the value is not the one written");
-			break;
-		}
-		close(fd);
-		injected++;
-		snprintf(got, sizeof(got), "%s", slurp(path));
-		tally(n, err, !strcmp(got, err ? old : val),
-		      err ? "the value changed" : "the value is not the one written");
-		put(path, old);
-	}
-	put(path, old);
-	summary(path);
-	return bad ? 1 : 0;
-}
-
-static int sweep_read(const char *path)
-{
-	char want[4096], buf[4096];
+	char before[4096], after[4096];
+	const char *want;
 	int fd, err, nth = nth_open(0);
 	bool done;
 	ssize_t r;
 	long n;
 
-	snprintf(want, sizeof(want), "%s", slurp(path));
+	snprintf(before, sizeof(before), "%s", slurp(path));
 	for (n = 1; n < MAX_N; n++) {
-		fd = open(path, O_RDONLY);
+		fd = open(path, val ? O_WRONLY : O_RDONLY);
 		if (fd < 0) {
 			perror(path);
 			return 1;
 		}
 		arm(nth, n);
-		r = read(fd, buf, sizeof(buf) - 1);
+		r = val ? write(fd, val, strlen(val)) :
+			  read(fd, after, sizeof(after) - 1);
 		err = r < 0 ? errno : 0;
+		/* No n-th point: the call as it is without faults, the last. */
 		done = !fired(nth);
 		close(fd);
-		buf[r > 0 ? r : 0] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		if (done) {
-			tally(n, err, !err && !strcmp(buf, want), "read something else");
-			break;
+		injected += !done;
+		if (val) {
+			snprintf(after, sizeof(after), "%s", slurp(path));
+		} else {
+			after[r > 0 ? r : 0] = '\0';
+			after[strcspn(after, "\n")] = '\0';
 		}
-		injected++;
-		tally(n, err, err || !strcmp(buf, want), "read something else");
+		want = val && !err ? val : before;
+		tally(n, err, !(done && err) &&
+		      ((!val && err) || !strcmp(after, want)),
+		      !val ? "read something else" :
+		      err ? "the value changed" : "the value is not the one written");
+		if (val)
+			put(path, before);
+		if (done)
+			break;
 	}
 	summary(path);
 	return bad ? 1 : 0;
@@ -308,6 +288,8 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 	unit_state(unit, file, old, sizeof(old));
 	snprintf(want, sizeof(want), "%s/%s", val, val);
 	for (n = 1; n <= MAX_PID1_N && !done; n++) {
+		if (n % 100 == 0)
+			printf("# n=%ld: %ld faults injected so far\n", n, injected);
 		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%s", val);
 		arm(nth, n);
 		rc = run(set);
@@ -346,10 +328,12 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 
 int main(int argc, char **argv)
 {
+	/* Each line as it comes: through a pipe, a sweep that never ends says where. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 4 && !strcmp(argv[1], "write"))
-		return sweep_write(argv[2], argv[3]);
+		return sweep_file(argv[2], argv[3]);
 	if (argc == 3 && !strcmp(argv[1], "read"))
-		return sweep_read(argv[2]);
+		return sweep_file(argv[2], NULL);
 	if (argc == 3 && !strcmp(argv[1], "mkdir"))
 		return sweep_mkdir(argv[2], false);
 	if (argc == 3 && !strcmp(argv[1], "rmdir"))

@@ -6,10 +6,15 @@
  * time is up; every failure is counted, and an operation's latency
  * includes its retries.  Any other error ends the service.
  *
- * For want of memory means ENOMEM, and ENFILE: pipe2() and socketpair()
- * report a failed allocation of their inode as ENFILE ("too many open
- * files in system"), not ENOMEM, so a service that retries on ENOMEM
- * alone dies of the policy all the same.
+ * For want of memory means ENOMEM, and three errnos that system calls
+ * give for a failed allocation of their own (a service that retries on
+ * ENOMEM alone dies of the policy all the same):
+ * - ENFILE ("too many open files in system"): pipe2() and socketpair(),
+ *   for their inode;
+ * - ENOBUFS: send() on a socket, for the buffer of what it sends;
+ * - ENOSPC: open(O_CREAT) on tmpfs, for the new file's inode.
+ * The file this service writes is on tmpfs, which has no size limit
+ * here: its ENOSPC is never a full disk.
  */
 #include <errno.h>
 #include <unistd.h>
@@ -20,7 +25,8 @@
 
 static bool is_out_of_memory(int ret)
 {
-	return ret == -ENOMEM || ret == -ENFILE;
+	return ret == -ENOMEM || ret == -ENFILE || ret == -ENOBUFS ||
+	       ret == -ENOSPC;
 }
 
 int main(int argc, char **argv)

@@ -307,11 +307,13 @@ static int write_json(FILE *f, const void *arg)
 	fprintf(f, "{\n  \"workload\": \"%s\",\n  \"seconds\": %u,\n"
 		"  \"outcome\": \"%s\",\n  \"error\": \"%s\",\n"
 		"  \"operations\": %ld,\n  \"enomem\": %ld,\n"
-		"  \"enfile\": %ld,\n  \"other_errors\": %ld,\n"
+		"  \"enfile\": %ld,\n  \"enobufs\": %ld,\n"
+		"  \"enospc\": %ld,\n  \"other_errors\": %ld,\n"
 		"  \"syscalls\": %llu,\n  \"syscall_max_us\": %llu,\n"
 		"  \"syscall_hist\": [",
 		w->name, w->seconds, w->outcome, w->error, w->operations,
-		w->enomem, w->enfile, w->other_errors, syscall_count,
+		w->enomem, w->enfile, w->enobufs, w->enospc, w->other_errors,
+		syscall_count,
 		syscall_max_us);
 	/* [largest duration in us, calls] per bucket that has any */
 	for (i = 0, first = true; i < HIST_BUCKETS; i++) {
@@ -349,6 +351,10 @@ int workload_count_error(struct workload *w, int err)
 		w->enomem++;
 	else if (err == -ENFILE)
 		w->enfile++;
+	else if (err == -ENOBUFS)
+		w->enobufs++;
+	else if (err == -ENOSPC)
+		w->enospc++;
 	else
 		w->other_errors++;
 	return err;

@@ -30,6 +30,8 @@ struct workload {
 	long operations;		/* operations completed */
 	long enomem;			/* ENOMEM seen, retried or not */
 	long enfile;			/* ENFILE seen: see failfast.c */
+	long enobufs;			/* ENOBUFS seen: see failfast.c */
+	long enospc;			/* ENOSPC seen: see failfast.c */
 	long other_errors;
 	const char *outcome;		/* "running", "completed", "error" */
 	char error[160];		/* the error that ended it */
