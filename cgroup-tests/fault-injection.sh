@@ -36,14 +36,41 @@ if [ ! -d "$debugfs/failslab" ] || [ ! -d "$debugfs/fail_page_alloc" ]; then
 fi
 mkdir -p "$out"
 
+# The range of the page-fault handler, exc_page_fault(), from kallsyms:
+# "START END" in hex.  Its allocations are never failed by the retry
+# limit, and a fault has no ENOMEM to return: an injected failure there
+# is the stock "VM_FAULT_OOM leaked" retry, not a path of the series.
+fault_handler_range() {
+	# kallsyms lists the kernel's text in address order: grep stops at
+	# the next symbol (sorting the whole table was the step a debug-kernel
+	# run sat in for minutes).
+	grep -m1 -A1 ' exc_page_fault$' /proc/kallsyms |
+		awk '{ printf "0x%s%s", $1, NR == 1 ? " " : "\n" }'
+}
+
 # Every slab and page allocation may be chosen, those that may sleep too,
-# order 0 up; no log line per injected fault (the sweeps count them).
+# order 0 up, but those of the page-fault handler; no log line per
+# injected fault (the sweeps count them).  The range also keeps fail-nth
+# off the faults of a system call's copy from user memory (EFAULT, not a
+# path of the series) and of PID 1's own memory.
+read -r -a fault_handler < <(fault_handler_range)
+if [ "${#fault_handler[@]}" != 2 ]; then
+	echo "Bail out! no exc_page_fault in /proc/kallsyms"
+	exit 1
+fi
+echo "# sparing exc_page_fault() at ${fault_handler[*]}"
 for attr in failslab fail_page_alloc; do
 	echo N > "$debugfs/$attr/ignore-gfp-wait"
 	echo 0 > "$debugfs/$attr/verbose"
+	echo "${fault_handler[0]}" > "$debugfs/$attr/reject-start"
+	echo "${fault_handler[1]}" > "$debugfs/$attr/reject-end"
 done
 echo 0 > "$debugfs/fail_page_alloc/min-order"
 echo N > "$debugfs/fail_page_alloc/ignore-gfp-highmem"
+trap 'for attr in failslab fail_page_alloc; do
+		echo 0 > "$debugfs/$attr/reject-start"
+		echo 0 > "$debugfs/$attr/reject-end"
+	done' EXIT
 
 make_top() {
 	mkdir "$top"
@@ -92,54 +119,44 @@ sweep_systemd_setter() {
 }
 
 # failfast POLICY: the fail-fast service and a hog in one cgroup under
-# $top at POLICY with memory.max 32M, as in a container (the hog fills
-# what its own cgroup's memory.max leaves; the service's file is on a
-# tmpfs /tmp of its own, as the bundle's); their pids added to services
-# and hogs.  The faults reach the service once it runs (its result file
+# $top at POLICY with memory.max 32M, as in a container (the service's
+# file on a tmpfs /tmp of its own, as the bundle's); their pids added to
+# services and hogs.  The hog comes second and fills what the service
+# leaves: a service exec'd into a full cgroup at 0 meets the limit before
+# it runs.  The faults reach the service once it runs (its result file
 # says "running"), not its execve(), whose failure is the shell's.
 failfast() {
-	local cg=$top/$1 result=$out/failfast-$1.json i
+	local cg=$top/$1 result=$out/failfast-$1.json deadline
 	mkdir "$cg"
 	echo "$1" > "$cg/memory.alloc_retries"
 	echo 32M > "$cg/memory.max"
-	# shellcheck disable=SC2016 # expanded by the inner shell
-	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --result "$2"' \
-		"$cg" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
-	hogs+=("$!")
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	unshare -m sh -c 'mount -t tmpfs -o size=64m tmpfs /tmp
 		echo $$ > "$0/cgroup.procs"
 		exec "$1" --seconds 60 --result "$2"' \
 		"$cg" "$containers/rootfs/bin/failfast" "$result" &
 	services+=("$!")
-	for i in $(seq 100); do
-		jq -e '.outcome == "running"' "$result" > /dev/null 2>&1 && break
+	# 30 s by the clock: a jq takes a while on the debug kernel.
+	deadline=$((SECONDS + 30))
+	until grep -qs '"outcome": "running"' "$result" ||
+		[ "$SECONDS" -ge "$deadline" ]; do
 		sleep 0.1
 	done
-	echo 1 > "/proc/$!/make-it-fail"
-}
-
-# The range of the page-fault handler, exc_page_fault(), from kallsyms:
-# "START END" in hex.  Its allocations are never failed by the retry
-# limit, and a fault has no ENOMEM to return: an injected failure there
-# is the stock "VM_FAULT_OOM leaked" retry, not a path of the series.
-fault_handler_range() {
-	# kallsyms lists the kernel's text in address order: grep stops at
-	# the next symbol (sorting the whole table was the step a debug-kernel
-	# run sat in for minutes).
-	grep -m1 -A1 ' exc_page_fault$' /proc/kallsyms |
-		awk '{ printf "0x%s%s", $1, NR == 1 ? " " : "\n" }'
+	assert_jq "$result" '.outcome == "running"'
+	echo 1 > "/proc/${services[-1]}/make-it-fail"
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	sh -c 'echo $$ > "$0/cgroup.procs"; exec "$1" --result "$2"' \
+		"$cg" "$containers/rootfs/bin/hog" "$out/hog-$1.json" &
+	hogs+=("$!")
 }
 
 workloads_under_random_faults() {
-	local p i vm_before trace_lines events=0 vm at_0 range status
+	local p i vm_before trace_lines events=0 vm at_0 status
 	# Not local: the EXIT trap runs once the function has returned.
 	hogs=() services=()
 	make_top
 	trap 'for attr in failslab fail_page_alloc; do
 			echo 0 > "$debugfs/$attr/probability"
-			echo 0 > "$debugfs/$attr/reject-start"
-			echo 0 > "$debugfs/$attr/reject-end"
 		done
 		kill "${hogs[@]}" "${services[@]}" 2>/dev/null || true
 		wait
@@ -148,12 +165,7 @@ workloads_under_random_faults() {
 		done
 		rmdir "$top"' EXIT
 	# Each step said as it comes: where a run that never ends got to.
-	read -r -a range < <(fault_handler_range)
-	assert_eq "${#range[@]}" 2 "the range of exc_page_fault in /proc/kallsyms"
-	diag "sparing exc_page_fault() at ${range[*]}"
 	for attr in failslab fail_page_alloc; do
-		echo "${range[0]}" > "$debugfs/$attr/reject-start"
-		echo "${range[1]}" > "$debugfs/$attr/reject-end"
 		echo Y > "$debugfs/$attr/task-filter"
 		echo 1 > "$debugfs/$attr/interval"
 		echo -1 > "$debugfs/$attr/times"
