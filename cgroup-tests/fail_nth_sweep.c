@@ -283,17 +283,52 @@ static void unit_state(const char *unit, const char *file, char *prop,
 	strncat(prop, slurp(file), size - strlen(prop) - 1);
 }
 
+/*
+ * How many times PID 1 has logged that it could not write @unit's
+ * memory.alloc_retries (systemd's set_attribute_and_warn()).
+ */
+static long write_warnings(const char *unit)
+{
+	char cmd[256], line[1024];
+	long count = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "journalctl -b -q -o cat -u %s", unit);
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		count += !!strstr(line, "Failed to set 'memory.alloc_retries' attribute");
+	pclose(f);
+	return count;
+}
+
+/* PID 1's last words, as diagnostics. */
+static void pid1_log(void)
+{
+	char line[1024];
+	FILE *f = popen("journalctl -b -q -o short-monotonic _PID=1 -n 12", "r");
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		printf("#   pid1: %s", line);
+	pclose(f);
+}
+
 static int sweep_pid1(const char *unit, const char *val, const char *file)
 {
-	char prop[256], old[256], want[256], arg[64];
+	char prop[256], old[256], want[256], unapplied[256], arg[64];
 	char *const set[] = { "systemctl", "set-property", "--runtime",
 			      (char *)unit, arg, NULL };
-	long n;
+	long n, warned, warnings, applied_later = 0;
 	int rc, before, nth = nth_open(1);
-	bool done = false;
+	bool done = false, ok;
 
 	unit_state(unit, file, old, sizeof(old));
 	snprintf(want, sizeof(want), "%s/%s", val, val);
+	snprintf(unapplied, sizeof(unapplied), "%s/%s", val, strchr(old, '/') + 1);
+	warned = write_warnings(unit);
 	for (n = 1; n <= MAX_PID1_N && !done;
 	     n += n < PID1_DENSE_N ? 1 : n / 32) {
 		if (calls && calls % 50 == 0)
@@ -305,12 +340,32 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		injected += !done;
 		unit_state(unit, file, prop, sizeof(prop));
 		before = bad;
+		ok = !(done && rc) && !strcmp(prop, rc ? old : want);
+		/*
+		 * PID 1 writes a unit's cgroup files after the call has
+		 * returned, and logs a write that fails rather than failing
+		 * the call, as it does for every cgroup attribute: the
+		 * property then holds the value and the file the old one.
+		 * That is clean if PID 1 said so, and its next apply (the
+		 * same call, without faults) writes the file.
+		 */
+		if (!ok && !rc && !strcmp(prop, unapplied)) {
+			warnings = write_warnings(unit);
+			printf("# n=%ld: the file left to the next apply, %s\n", n,
+			       warnings > warned ? "logged" : "NOT LOGGED");
+			ok = warnings > warned && !run(set);
+			unit_state(unit, file, prop, sizeof(prop));
+			ok = ok && !strcmp(prop, want);
+			if (!ok)
+				pid1_log();
+			warned = warnings;
+			applied_later++;
+		}
 		/*
 		 * systemctl's exit status, not an errno: counted as EIO.  A
 		 * PID 1 that no longer answers shows no property at all.
 		 */
-		tally(n, rc ? EIO : 0, !(done && rc) &&
-		      !strcmp(prop, rc ? old : want),
+		tally(n, rc ? EIO : 0, ok,
 		      rc ? "unit/file changed or PID 1 is gone" :
 			   "unit/file not set or PID 1 is gone");
 		if (bad > before)
@@ -330,6 +385,7 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		printf("# no end by fault %d in PID 1\n", MAX_PID1_N);
 		bad++;
 	}
+	printf("# %ld calls left the file to PID 1's next apply\n", applied_later);
 	summary("systemctl set-property (faults in PID 1)");
 	return bad ? 1 : 0;
 }
