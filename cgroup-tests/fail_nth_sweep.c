@@ -284,8 +284,9 @@ static void unit_state(const char *unit, const char *file, char *prop,
 }
 
 /*
- * How many times PID 1 has logged that it could not write @unit's
- * memory.alloc_retries (systemd's set_attribute_and_warn()).
+ * How many warnings and errors PID 1 has logged about @unit: a failed
+ * write of its memory.alloc_retries ("Failed to set ... attribute"), or
+ * of its cgroup before that ("Failed to create cgroup").
  */
 static long write_warnings(const char *unit)
 {
@@ -293,12 +294,12 @@ static long write_warnings(const char *unit)
 	long count = 0;
 	FILE *f;
 
-	snprintf(cmd, sizeof(cmd), "journalctl -b -q -o cat -u %s", unit);
+	snprintf(cmd, sizeof(cmd), "journalctl -b -q -o cat -p warning -u %s", unit);
 	f = popen(cmd, "r");
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f))
-		count += !!strstr(line, "Failed to set 'memory.alloc_retries' attribute");
+		count += !!strstr(line, "Failed to ");
 	pclose(f);
 	return count;
 }
