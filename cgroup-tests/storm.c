@@ -132,14 +132,6 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static char *under(const char *name)
 {
 	return cg_name(storm, name);
@@ -413,7 +405,8 @@ static void round_run(int r)
 	struct watched *eph_work;
 	pid_t pids[8], hogs[6], global_hog = -1, mover;
 	int i, nr = 0, nr_hogs = 0, step;
-	long kills_before, fails_before, start;
+	long kills_before, fails_before;
+	double start;
 
 	fails_before = vmstat("alloc_retry_fail");
 	kills_before = cg_event(storm, "memory.events", "oom_kill");
@@ -441,8 +434,8 @@ static void round_run(int r)
 	for (i = 0; i < nr_hogs; i++)
 		hogs[i] = -1;
 	/* By the clock: a step that refilled a hog takes longer than STEP_MS. */
-	start = now_ms();
-	for (step = 0; now_ms() - start < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
+	start = now_s();
+	for (step = 0; (now_s() - start) * 1000 < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
 		/* A hog the OOM killer took is back at once: the pressure stays. */
 		for (i = 0; i < nr_hogs; i++)
 			hog_again(&hogs[i], hog_names[i],

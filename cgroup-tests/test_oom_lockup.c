@@ -172,14 +172,6 @@ static double since_first_kill(const struct outcome *o, double t)
 	return o->first_kill < 0 ? -1 : t - o->first_kill;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /*
  * Tell the test this task is in place, and let go of the pipe: if another
  * task dies before it gets here, the test's read sees the end of the pipe

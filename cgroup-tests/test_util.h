@@ -28,6 +28,9 @@ struct test_case {
  */
 void run_tests(const struct test_case *tests, size_t n, int argc, char **argv);
 
+/* The monotonic clock, in seconds. */
+double now_s(void);
+
 /* Where the tests create their cgroups: their own cgroup's parent. */
 const char *test_cgroup_root(void);
 
