@@ -33,16 +33,19 @@ struct workload {
 	long enobufs;			/* ENOBUFS seen: see failfast.c */
 	long enospc;			/* ENOSPC seen: see failfast.c */
 	long other_errors;
-	const char *outcome;		/* "running", "completed", "error" */
+	/* "waiting", "running", "completed", "error" */
+	const char *outcome;
 	char error[160];		/* the error that ended it */
 	struct op_sample *samples;
 	long nr_samples, max_samples;
 };
 
 /*
- * Parse "--seconds N --result PATH", prepare the operations' buffers and
- * write a first result file ("running"): a workload killed later still
- * leaves one.  Exits with a message on bad arguments.
+ * Parse "--seconds N --result PATH [--start-file PATH]", prepare the
+ * operations' buffers and write a first result file ("running"): a
+ * workload killed later still leaves one.  With --start-file, first write
+ * one that says "waiting" and start the clock only once that file exists.
+ * Exits with a message on bad arguments.
  */
 void workload_init(struct workload *w, const char *name, int argc,
 		   char **argv);
