@@ -158,8 +158,29 @@ invalid_values_in_unit_file_are_ignored() {
 	done
 }
 
+# wait_hog_full RESULT: until the hog writing RESULT has a filler at its
+# margin, 2 minutes at most (the test's assertions then say what failed).
+wait_hog_full() {
+	for _ in $(seq 600); do
+		jq -e '.full > 0' "$1" > /dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	diag "the hog was not full after 2 minutes"
+}
+
+# stop_hog UNIT: SIGTERM to the hog in UNIT, its process named "hog" (its
+# fillers are "hog-filler"); it stops its fillers and exits.
+stop_hog() {
+	local pid
+	while read -r pid; do
+		[ "$(cat "/proc/$pid/comm" 2> /dev/null)" != hog ] ||
+			kill -TERM "$pid"
+	done < "$system/$1/cgroup.procs"
+}
+
 systemd_run_failfast_sees_enomem() {
-	trap 'rm -rf "$work"' EXIT
+	# Stopped if the case failed before its hog was.
+	trap 'systemctl stop art-run.service 2> /dev/null || true; rm -rf "$work"' EXIT
 	rm -rf "$work"
 	mkdir -p "$work"
 	# The container-pressure scenario without a container: the fail-fast
@@ -168,7 +189,16 @@ systemd_run_failfast_sees_enomem() {
 	# the OOM killer killed, here a hog filler.
 	run systemd-run --wait --quiet --unit art-run -p MemoryAllocRetries=0 \
 		-p MemoryMax=32M -p LimitMEMLOCK=1G -p OOMPolicy=continue \
-		"$here/unit-failfast-with-hog" "$bin" "$work"
+		"$here/unit-failfast-with-hog" "$bin" "$work" &
+	# From out here, where nothing runs short: the service's 15 s start
+	# once the hog has a filler at its margin (on the debug kernel filling
+	# takes longer than that), and the hog stops a second after them, so
+	# that the service's last write, its result, finds room.
+	wait_hog_full "$work/hog.json"
+	: > "$work/start"
+	sleep 16
+	stop_hog art-run.service
+	wait $!
 	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
 	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
 		1 "alloc_retry_fail > 0 in the service's memory.events"

@@ -1,18 +1,23 @@
 #!/bin/bash
 # The main process of test_systemd_property's transient service: the
 # container-pressure scenario without a container, the fail-fast service
-# and a hog in one cgroup.  This shell is in that full cgroup, at 0, too:
-# it stops the hog first, then copies the cgroup's memory.events, retried
-# until the memory is back.
+# and a hog in one cgroup.  This shell is in that full cgroup, at 0, too,
+# where a fork or an open() can fail: it only starts the two and waits.
+# The test, outside, starts the service's clock once the hog is full
+# (WORK_DIR/start) and stops the hog when the clock has run.  Then this
+# shell copies the cgroup's memory.events, retried until the memory is
+# back.
 #   unit-failfast-with-hog BIN_DIR WORK_DIR
 set -u
 
 bin=$1 work=$2
+"$bin/failfast" --seconds 15 --result "$work/result.json" \
+	--start-file "$work/start" &
+failfast=$!
 "$bin/hog" --result "$work/hog.json" &
 hog=$!
-"$bin/failfast" --seconds 15 --result "$work/result.json"
+wait "$failfast"
 status=$?
-kill "$hog"
 wait "$hog"
 cg=/sys/fs/cgroup$(cut -d: -f3 /proc/self/cgroup)
 for _ in $(seq 10); do
