@@ -142,7 +142,8 @@ struct outcome {
 static const char *root;
 static char *workload, *neighbour;
 static struct shared *sh;
-static int lock_fd, ready[2], go[2];
+/* The tasks say "ready"; "go" starts the victim, "holder_go" the holder. */
+static int lock_fd, ready[2], go[2], holder_go[2];
 
 /* Every run of every case so far, for runs.json. */
 static struct outcome *outcomes;
@@ -265,13 +266,28 @@ static int neighbour_main(const char *cgroup, void *arg)
 	}
 }
 
-/* One small allocation after another, all under the inode lock. */
+/*
+ * One small allocation after another, all under the inode lock.  It starts
+ * before memory.high=0 and faults in what it will touch on its way into
+ * and out of fallocate() (the call, the clock, its stack, the shared
+ * page, and their page tables, which are charged): throttled in
+ * a page fault of its own first, as it was on the debug kernel, it may not
+ * get into its call within SETUP_TIMEOUT_S.
+ */
 static int holder_main(const char *cgroup, void *arg)
 {
+	char c;
 	int ret;
 
 	prctl(PR_SET_NAME, "holder");
 	set_oom_score_adj(0);
+	if (!fallocate(lock_fd, 0, 0, 0) || errno != EINVAL)
+		return 2;
+	now_s();
+	sh->holder_returned = 0;
+	say_ready();
+	if (read(holder_go[0], &c, 1) != 1)
+		return 3;
 	ret = fallocate(lock_fd, 0, 0, HOLDER_BYTES);
 	sh->holder_errno = ret ? errno : 0;
 	sh->holder_end = now_s();
@@ -468,7 +484,7 @@ static void run_once(const struct run *r, struct outcome *o)
 		ksft_exit_fail_msg("%s: %s\n", workload, strerror(errno));
 	memset(sh, 0, sizeof(*sh));
 	lock_fd = memfd_create("locked-inode", 0);
-	if (lock_fd < 0 || pipe(ready) || pipe(go))
+	if (lock_fd < 0 || pipe(ready) || pipe(go) || pipe(holder_go))
 		ksft_exit_fail_msg("memfd or pipe: %s\n", strerror(errno));
 
 	victim = cg_run_nowait(workload, victim_main,
@@ -477,15 +493,17 @@ static void run_once(const struct run *r, struct outcome *o)
 		bystanders[i] = cg_run_nowait(workload, bystander_main,
 					      (void *)(long)i);
 	outside = cg_run_nowait(neighbour, neighbour_main, NULL);
+	holder = cg_run_nowait(workload, holder_main, NULL);
 	close(ready[1]);
-	for (i = 0; i < BYSTANDERS + 2; i++)
+	for (i = 0; i < BYSTANDERS + 3; i++)
 		if (read(ready[0], &c, 1) != 1)
 			ksft_exit_fail_msg("a task died while starting\n");
 
 	/* Throttle the holder inside its call, then queue the victim. */
 	if (cg_write(workload, "memory.high", "0"))
 		ksft_exit_fail_msg("cannot write memory.high\n");
-	holder = cg_run_nowait(workload, holder_main, NULL);
+	if (write(holder_go[1], "g", 1) != 1)
+		ksft_exit_fail_msg("cannot start the holder\n");
 	o->set_up = wait_in_fallocate("holder", holder, 0, HOLDER_FRAME);
 	if (write(go[1], "g", 1) != 1)
 		ksft_exit_fail_msg("cannot start the victim\n");
@@ -534,6 +552,8 @@ static void run_once(const struct run *r, struct outcome *o)
 	close(ready[0]);
 	close(go[0]);
 	close(go[1]);
+	close(holder_go[0]);
+	close(holder_go[1]);
 	close(lock_fd);
 	if (cg_destroy(workload))
 		ksft_print_msg("rmdir %s: %s\n", workload, strerror(errno));
