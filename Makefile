@@ -162,7 +162,7 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 
 # The same tests and the storm on the debug kernel, which runs them
 # several times slower, in a guest with as much usable memory as make
-# check's (KASAN's shadow, lockdep and kmemleak keep 130 MB more: 60291
+# check's (KASAN's shadow, lockdep and kmemleak keep 130 MiB more: 60291
 # pages reserved against 26683).  acpi=noirq: the debug kernel's ACPI
 # interpreter runs QEMU's PCI routing method (_PRT) so slowly under TCG
 # that it times out, 30 s per PCI device (a boot reached the job after

@@ -158,11 +158,13 @@ invalid_values_in_unit_file_are_ignored() {
 	done
 }
 
-# wait_hog_full RESULT: until the hog writing RESULT has a filler at its
-# margin, 2 minutes at most (the test's assertions then say what failed).
+# wait_hog_full RESULT PID: until the hog writing RESULT has a filler at
+# its margin, while PID runs, 2 minutes at most (the test's assertions
+# then say what failed).
 wait_hog_full() {
 	for _ in $(seq 600); do
 		jq -e '.full > 0' "$1" > /dev/null 2>&1 && return 0
+		kill -0 "$2" 2> /dev/null || return 0
 		sleep 0.2
 	done
 	diag "the hog was not full after 2 minutes"
@@ -171,34 +173,38 @@ wait_hog_full() {
 # stop_hog UNIT: SIGTERM to the hog in UNIT, its process named "hog" (its
 # fillers are "hog-filler"); it stops its fillers and exits.
 stop_hog() {
-	local pid
+	local pid procs=$system/$1/cgroup.procs
+	[ -r "$procs" ] || return 0
 	while read -r pid; do
 		[ "$(cat "/proc/$pid/comm" 2> /dev/null)" != hog ] ||
-			kill -TERM "$pid"
-	done < "$system/$1/cgroup.procs"
+			kill -TERM "$pid" 2> /dev/null || true
+	done < "$procs"
 }
 
 systemd_run_failfast_sees_enomem() {
 	# Stopped if the case failed before its hog was.
 	trap 'systemctl stop art-run.service 2> /dev/null || true; rm -rf "$work"' EXIT
+	local seconds=15 service
 	rm -rf "$work"
 	mkdir -p "$work"
+	: > "$work/start"
 	# The container-pressure scenario without a container: the fail-fast
 	# service and a hog in one transient service under MemoryMax=.
 	# OOMPolicy=continue: by default systemd stops a service whose process
 	# the OOM killer killed, here a hog filler.
 	run systemd-run --wait --quiet --unit art-run -p MemoryAllocRetries=0 \
 		-p MemoryMax=32M -p LimitMEMLOCK=1G -p OOMPolicy=continue \
-		"$here/unit-failfast-with-hog" "$bin" "$work" &
-	# From out here, where nothing runs short: the service's 15 s start
+		"$here/unit-failfast-with-hog" "$bin" "$work" "$seconds" &
+	service=$!
+	# From out here, where nothing runs short: the service's clock starts
 	# once the hog has a filler at its margin (on the debug kernel filling
-	# takes longer than that), and the hog stops a second after them, so
-	# that the service's last write, its result, finds room.
-	wait_hog_full "$work/hog.json"
-	: > "$work/start"
-	sleep 16
+	# takes longer than the service runs), and the hog stops a second after
+	# it has run, so that the service's last write, its result, finds room.
+	wait_hog_full "$work/hog.json" "$service"
+	echo go > "$work/start"
+	sleep $((seconds + 1))
 	stop_hog art-run.service
-	wait $!
+	wait "$service"
 	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
 	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
 		1 "alloc_retry_fail > 0 in the service's memory.events"

@@ -4,14 +4,15 @@
 # and a hog in one cgroup.  This shell is in that full cgroup, at 0, too,
 # where a fork or an open() can fail: it only starts the two and waits.
 # The test, outside, starts the service's clock once the hog is full
-# (WORK_DIR/start) and stops the hog when the clock has run.  Then this
+# (writes WORK_DIR/start, which it made empty) and stops the hog when the
+# service's SECONDS have run.  Then this
 # shell copies the cgroup's memory.events, retried until the memory is
 # back.
-#   unit-failfast-with-hog BIN_DIR WORK_DIR
+#   unit-failfast-with-hog BIN_DIR WORK_DIR SECONDS
 set -u
 
-bin=$1 work=$2
-"$bin/failfast" --seconds 15 --result "$work/result.json" \
+bin=$1 work=$2 seconds=$3
+"$bin/failfast" --seconds "$seconds" --result "$work/result.json" \
 	--start-file "$work/start" &
 failfast=$!
 "$bin/hog" --result "$work/hog.json" &

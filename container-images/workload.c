@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -106,21 +107,43 @@ static void usage(const char *name, const char *why)
 }
 
 /*
- * Say "waiting" and wait for @path to exist: the runner creates it once the
- * pressure is in place, so that the timed window is spent under pressure
- * however long the containers took to start (minutes on a debug kernel).
- * Only a failed lookup of a missing name is cached (a negative dentry), so
- * the polling allocates next to nothing; an error other than ENOENT is a
- * lookup the pressure failed, and the next poll retries it.
+ * Say "waiting" and wait for @path, which the runner created empty, to get
+ * content: it writes the file once the pressure is in place, so that the
+ * timed window is spent under pressure however long the containers took to
+ * start (minutes on a debug kernel).  stat() of a file that exists finds
+ * its dentry cached and allocates nothing, where polling for a missing name
+ * would allocate a dentry each time on tmpfs (which keeps no negative
+ * ones), in a cgroup that may be full.  A missing file is the runner's
+ * mistake; a file still empty after START_TIMEOUT_S ends the workload.
  */
+#define START_TIMEOUT_S 600
 static void wait_for_start_file(struct workload *w, const char *path)
 {
-	const struct timespec poll = { .tv_nsec = 10 * 1000 * 1000 };
+	const struct timespec tick = { .tv_nsec = 10 * 1000 * 1000 };
+	unsigned long long deadline = now_us() + START_TIMEOUT_S * 1000000ULL;
+	struct stat st;
 
 	w->outcome = "waiting";
 	workload_write_result(w);
-	while (access(path, F_OK))
-		nanosleep(&poll, NULL);
+	for (;;) {
+		if (!stat(path, &st)) {
+			if (st.st_size)
+				break;
+		} else if (errno == ENOENT) {
+			fprintf(stderr, "%s: %s: %s\n", w->name, path,
+				strerror(errno));
+			exit(2);
+		}
+		if (now_us() > deadline) {
+			w->outcome = "error";
+			snprintf(w->error, sizeof(w->error),
+				 "%s still empty after %d s", path,
+				 START_TIMEOUT_S);
+			workload_write_result(w);
+			exit(1);
+		}
+		nanosleep(&tick, NULL);
+	}
 	w->outcome = "running";
 }
 

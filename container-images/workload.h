@@ -44,12 +44,13 @@ struct workload {
  * Parse "--seconds N --result PATH [--start-file PATH]", prepare the
  * operations' buffers and write a first result file ("running"): a
  * workload killed later still leaves one.  With --start-file, first write
- * one that says "waiting" and start the clock only once that file exists.
+ * one that says "waiting" and start the clock only once that file, which
+ * must exist, is not empty (at most 10 minutes, then an error).
  * Exits with a message on bad arguments.
  */
 void workload_init(struct workload *w, const char *name, int argc,
 		   char **argv);
-/* Milliseconds since workload_init(); false once the time is up. */
+/* Milliseconds since the clock started; false once the time is up. */
 unsigned int workload_elapsed_ms(const struct workload *w);
 bool workload_time_left(const struct workload *w);
 /* Microseconds of a monotonic clock. */
