@@ -140,6 +140,7 @@ struct outcome {
 };
 
 static const char *root;
+static pid_t test_pid;
 static char *workload, *neighbour;
 static struct shared *sh;
 /* The tasks say "ready"; "go" starts the victim, "holder_go" the holder. */
@@ -174,12 +175,30 @@ static double since_first_kill(const struct outcome *o, double t)
 }
 
 /*
- * Tell the test this task is in place, and let go of the pipe: if another
- * task dies before it gets here, the test's read sees the end of the pipe
- * instead of waiting for ever.
+ * On the test's exit, ksft_exit_fail_msg() in a run included, kill what
+ * still runs in its cgroups: the bystanders and the neighbour loop for
+ * ever and hold the job's output open.  The children, which exit through
+ * cg_run_nowait()'s exit(), inherit the handler and must not run it.
+ */
+static void kill_tasks(void)
+{
+	if (getpid() != test_pid)
+		return;
+	cg_write(workload, "cgroup.kill", "1");
+	cg_write(neighbour, "cgroup.kill", "1");
+}
+
+/*
+ * Tell the test this task is in place, and let go of the pipes: if another
+ * task dies before it gets here, the test's read sees the end of the ready
+ * pipe instead of waiting for ever; and with the start pipes' write ends
+ * left to the test alone, a victim or holder waiting for go sees their end
+ * if the test dies first.
  */
 static void say_ready(void)
 {
+	close(go[1]);
+	close(holder_go[1]);
 	if (write(ready[1], "r", 1) != 1)
 		_exit(3);
 	close(ready[1]);
@@ -269,10 +288,10 @@ static int neighbour_main(const char *cgroup, void *arg)
 /*
  * One small allocation after another, all under the inode lock.  It starts
  * before memory.high=0 and faults in what it will touch on its way into
- * and out of fallocate() (the call, the clock, its stack, the shared
- * page, and their page tables, which are charged): throttled in
- * a page fault of its own first, as it was on the debug kernel, it may not
- * get into its call within SETUP_TIMEOUT_S.
+ * and out of fallocate() (the call, the clock, its stack, the shared page,
+ * and their page tables, which are charged): throttled in a page fault of
+ * its own first, as it was on the debug kernel, it may not get into its
+ * call within SETUP_TIMEOUT_S.
  */
 static int holder_main(const char *cgroup, void *arg)
 {
@@ -956,6 +975,8 @@ int main(int argc, char **argv)
 	};
 
 	root = test_cgroup_root();
+	test_pid = getpid();
+	atexit(kill_tasks);
 	workload = cg_name(root, "lockup");
 	neighbour = cg_name(root, "neighbour");
 	cg_destroy(neighbour);
