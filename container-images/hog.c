@@ -17,10 +17,10 @@
  *   hog --result PATH
  *
  * The result file counts the fillers started, those that reached the
- * margin (the runner waits for the first before it starts the workloads
- * of a host pressure scenario) and those the OOM killer killed.  The
- * margin is 1 MiB under memory.max, less than what one pipe operation of
- * a workload holds, and a 64th of memory for the machine.
+ * margin and those the OOM killer killed (the runner waits for the first
+ * of either, the memory full, before it starts the workloads' clocks).
+ * The margin is 1 MiB under memory.max, less than what one pipe operation
+ * of a workload holds, and a 64th of memory for the machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
