@@ -158,17 +158,13 @@ invalid_values_in_unit_file_are_ignored() {
 	done
 }
 
-# wait_hog_full RESULT PID: until the hog writing RESULT has a filler at
-# its margin or one OOM-killed (either says its cgroup is full: on the
-# debug kernel, after other tests, its fillers were OOM-killed every 1 to
-# 2 s for 21 minutes and none got to the margin), while PID runs, 2
-# minutes of the clock at most (the test's assertions then say what
-# failed; a jq can take a second there).
+# wait_hog_full RESULT PID: until the hog writing RESULT says its memory
+# is full (hog.c), while PID runs, 2 minutes of the clock at most (the
+# test's assertions then say what failed; a jq can take a second there).
 wait_hog_full() {
 	local end=$((SECONDS + 120))
 	while [ "$SECONDS" -lt "$end" ]; do
-		jq -e '.full > 0 or .fillers_oom_killed > 0' "$1" > /dev/null 2>&1 &&
-			return 0
+		jq -e '.memory_full' "$1" > /dev/null 2>&1 && return 0
 		kill -0 "$2" 2> /dev/null || return 0
 		sleep 0.2
 	done

@@ -17,10 +17,13 @@
  *   hog --result PATH
  *
  * The result file counts the fillers started, those that reached the
- * margin and those the OOM killer killed (the runner waits for the first
- * of either, the memory full, before it starts the workloads' clocks).
- * The margin is 1 MiB under memory.max, less than what one pipe operation
- * of a workload holds, and a 64th of memory for the machine.
+ * margin and those the OOM killer killed, and says whether the memory is
+ * full: a filler at the margin or one OOM-killed says so (on the debug
+ * kernel fillers racing for a small memory.max were OOM-killed for
+ * minutes and none got to the margin).  The runner waits for it before it
+ * starts the workloads' clocks.  The margin is 1 MiB under memory.max,
+ * less than what one pipe operation of a workload holds, and a 64th of
+ * memory for the machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -82,9 +85,11 @@ static int hog_json(FILE *f, const void *arg)
 {
 	return fprintf(f, "{\n  \"workload\": \"hog\",\n  \"outcome\": \"%s\",\n"
 		       "  \"fills\": %ld,\n  \"full\": %ld,\n"
-		       "  \"fillers_oom_killed\": %ld\n}\n",
+		       "  \"fillers_oom_killed\": %ld,\n"
+		       "  \"memory_full\": %s\n}\n",
 		       stop ? "completed" : "running", counts->fills,
-		       counts->full, counts->killed);
+		       counts->full, counts->killed,
+		       counts->full || counts->killed ? "true" : "false");
 }
 
 /* The hog and its fillers write it; the report does without a lost one. */
