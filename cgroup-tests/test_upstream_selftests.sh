@@ -18,7 +18,8 @@
 # whose stock result is the same list (qemu/build/stock-kernel --debug),
 # the cases the catalogue says are timed for a production kernel's speed
 # ("timed_for_production": they wait by the clock for page cache the debug
-# kernel may not have read in yet) run and are reported, not held to it.
+# kernel may not have read in yet, and fail there on stock too) run and
+# are reported, not held to it.
 #
 # On a kernel without the series it runs the defaults alone and asserts
 # that what does not pass is exactly the catalogue's list: the list is
