@@ -64,7 +64,7 @@ endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
 
-.PHONY: all check check-debug storm demo shell deps kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -74,11 +74,15 @@ help: ## this list
 deps: ## install missing host packages (apt-get)
 	@qemu/build/install-deps
 
-kernel: deps ## unpack linux-source-6.12, apply patches/linux/, build bzImage
+kernel-source: deps ## unpack linux-source-6.12 and apply patches/linux/
+	@qemu/build/kernel-source
+
+kernel: kernel-source ## build the patched kernel's bzImage
 	@qemu/build/kernel
 
-# After kernel: both apply the series to the one source tree.
-kernel-debug: kernel ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
+# Needs only the tree: a cold make check-debug does not build the other
+# kernel.
+kernel-debug: kernel-source ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
 	@qemu/build/kernel debug
 
 $(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
@@ -99,9 +103,9 @@ $(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build/image $(shell find qemu/gues
 image: $(IMAGE) ## the guest root disk
 
 # The guest programs build against the unpacked kernel tree's kselftest
-# harness, so they come after the kernel; the series' own kselftests are
-# built by their Makefile in that tree.
-progs: kernel ## the guest programs in cgroup-tests/, the series' cgroup kselftests and the tree's own
+# harness; the series' own kselftests are built by their Makefile in that
+# tree.
+progs: kernel-source ## the guest programs in cgroup-tests/, the series' cgroup kselftests and the tree's own
 	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
 	@mkdir -p $(PROGS) && $(MAKE) -s -C $(KSELFTEST_DIR) OUTPUT=$(PROGS) \
 		$(addprefix $(PROGS)/,$(KSELFTESTS) $(UPSTREAM_SELFTESTS))
@@ -110,17 +114,17 @@ progs: kernel ## the guest programs in cgroup-tests/, the series' cgroup kselfte
 bisect: deps ## build the kernel at every patch of the series, then the whole series
 	@n=$$(ls patches/linux/*.patch | grep -vc /0000-cover-letter.patch); for k in $$(seq 1 $$n); do \
 		echo "bisect: patches 1..$$k of $$n"; \
-		SERIES_UPTO=$$k qemu/build/kernel || exit 1; \
+		SERIES_UPTO=$$k qemu/build/kernel-source && qemu/build/kernel || exit 1; \
 	done
 
 containers: deps ## the container workloads, bundle template and scenario runner
 	@$(MAKE) -s -C container-images O=$(CONTAINERS)
 
-lint: kernel ## checkpatch --strict and shellcheck, as TAP
+lint: kernel-source ## checkpatch --strict and shellcheck, as TAP
 	@qemu/checks/lint $(KSRC)
 
 # The tables come from the last make demo and make bench.
-cover-letter: kernel ## write patches/linux/0000-cover-letter.patch from patches/cover-letter.in and the tables of make demo and make bench
+cover-letter: kernel-source ## write patches/linux/0000-cover-letter.patch from patches/cover-letter.in and the tables of make demo and make bench
 	@qemu/report/cover-letter $(KSRC) $(BUILD)/demo/report $(BUILD)/bench patches/linux/0000-cover-letter.patch
 
 readme: ## write README's tables and Documentation/containers-latency.png from the last make demo and make bench
@@ -177,7 +181,7 @@ check-debug: export TEST_TIMEOUT = 7200
 check-debug: export RUN_TIMEOUT = 9000
 check-debug: export GUEST_MEM = 672M
 check-debug: export GUEST_CMDLINE_EXTRA = acpi=noirq no5lvl sysctl.kernel.hung_task_timeout_secs=120
-check-debug: kernel kernel-debug image progs containers ## make check's guest tests, fault injection (fail-nth sweeps, failslab, fail_page_alloc) and make storm on the debug kernel: any lockdep, KASAN, kmemleak or sleep-in-atomic report fails
+check-debug: kernel-debug image progs containers ## make check's guest tests, fault injection (fail-nth sweeps, failslab, fail_page_alloc) and make storm on the debug kernel: any lockdep, KASAN, kmemleak or sleep-in-atomic report fails
 	@echo "check-debug: booting the debug kernel for: $(TESTS) fault-injection"
 	$(call boot,tests,$(BUILD)/check-debug/tests,$(TESTS) fault-injection,$(BZIMAGE_DEBUG))
 	@echo "check-debug: the storm on the debug kernel ($(STORM_ROUNDS) rounds)"
