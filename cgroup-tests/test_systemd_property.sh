@@ -113,6 +113,24 @@ set_property_persistent() {
 	fi
 }
 
+# A unit that does not assign MemoryAllocRetries= leaves the file to
+# whoever wrote it: runc under the systemd driver writes the key into the
+# scope systemd made for it, and every daemon-reload or daemon-reexec
+# re-applies the unit's cgroup settings.  One that assigns it owns it.
+unassigned_property_leaves_the_file_alone() {
+	trap live_stop EXIT
+	live_start
+	echo 0 > "$system/art-live.service/memory.alloc_retries"
+	run systemctl daemon-reload
+	live_is 0 infinity
+	run systemctl daemon-reexec
+	live_is 0 infinity
+	run systemctl set-property --runtime art-live.service MemoryAllocRetries=5
+	echo 0 > "$system/art-live.service/memory.alloc_retries"
+	run systemctl daemon-reload
+	live_is 5 5
+}
+
 invalid_values_change_nothing() {
 	trap live_stop EXIT
 	live_start
@@ -242,5 +260,6 @@ crun_under_delegated_service() {
 
 tap_run service_gets_its_value slice_limit_applies_to_service_at_infinity \
 	set_property_runtime set_property_persistent \
+	unassigned_property_leaves_the_file_alone \
 	invalid_values_change_nothing invalid_values_in_unit_file_are_ignored \
 	systemd_run_failfast_sees_enomem crun_under_delegated_service
