@@ -1,0 +1,201 @@
+#!/bin/bash
+# podman (Debian's 4.3.1, with crun 1.8.1) and --cgroup-conf, with the
+# cgroupfs and the systemd cgroup manager, and the project's precreate
+# hook (contrib/podman/) installed as Documentation/containers.md says:
+#
+# - `podman run --cgroup-conf=memory.alloc_retries=2 --memory=32m` gives
+#   the container's cgroup the policy; inside the container the usual
+#   tools see it (memory.alloc_retries.effective, memory.events with
+#   alloc_retry_fail), and under systemd it survives daemon-reload;
+# - at 0, under a hog that fills the container's memory, the fail-fast
+#   workload sees ENOMEM and memory.events counts alloc_retry_fail;
+# - a bad value (-3, abc) fails, starts no process, and leaves no
+#   container, no cgroup and no crun state.  Without the hook crun leaves
+#   the container's cgroup behind (recorded in leftovers.tsv), which is
+#   what the hook is for.
+# The containers' root (--rootfs) is a directory with the guest's /usr
+# mounted read-only, so that podman exec has cat, and the static
+# workloads at /workloads; podman's storage is vfs, as the guest kernel
+# has no overlayfs.
+# shellcheck source=cgroup-tests/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+contrib=${ALLOC_TEST_CONTRIB:-/job/contrib}
+workloads=${ALLOC_TEST_CONTAINERS:-/job/containers}/rootfs/bin
+root=/run/podman-root
+out=${ALLOC_TEST_RESULTS:-/run/results}/test_podman
+hook=/usr/local/libexec/alloc-retries/alloc-retries-precreate
+hooks_dir=/usr/share/containers/oci/hooks.d
+bad_values=(-3 abc)
+
+# pm MANAGER ARG...: podman with the cgroup manager.
+pm() {
+	local manager=$1
+	shift
+	podman --cgroup-manager="$manager" --storage-driver=vfs "$@"
+}
+
+# pm_run MANAGER OPTION... -- COMMAND...: podman run with the root of the
+# containers (made once: merged /usr's links, the mount points).
+pm_run() {
+	local manager=$1 opts=()
+	shift
+	while [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	shift
+	if [ ! -d "$root" ]; then
+		mkdir -p "$root"/{usr,proc,sys,dev,run,tmp,etc,workloads,results}
+		for d in bin sbin lib lib64; do
+			ln -s "usr/$d" "$root/$d"
+		done
+	fi
+	pm "$manager" run --network none --volume /usr:/usr:ro \
+		--volume "$workloads:/workloads:ro" "${opts[@]}" \
+		--rootfs "$root" "$@"
+}
+
+# start MANAGER NAME POLICY [OPTION...]: a container that waits, detached.
+start() {
+	local manager=$1 name=$2 policy=$3
+	shift 3
+	run pm_run "$manager" --detach --name "$name" \
+		--cgroup-conf="memory.alloc_retries=$policy" --memory=32m "$@" \
+		-- /workloads/pause
+}
+
+# cexec NAME COMMAND...: COMMAND's output in container NAME.
+cexec() {
+	local name=$1
+	shift
+	podman --storage-driver=vfs exec "$name" "$@"
+}
+
+remove() {
+	run podman --storage-driver=vfs rm --force --time 0 "$@" || true
+}
+
+install_hook() {
+	install -D -m 755 "$contrib/podman/alloc-retries-precreate" "$hook"
+	install -D -m 644 "$contrib/podman/50-alloc-retries.json" \
+		"$hooks_dir/50-alloc-retries.json"
+}
+
+# policy_lands MANAGER
+policy_lands() {
+	local manager=$1 name=pm-$1-2
+	# shellcheck disable=SC2064 # the name now
+	trap "remove $name" EXIT
+	install_hook
+	start "$manager" "$name" 2
+	assert_eq "$(cexec "$name" cat /sys/fs/cgroup/memory.alloc_retries)" 2 \
+		"$name: memory.alloc_retries"
+	assert_eq "$(cexec "$name" cat /sys/fs/cgroup/memory.alloc_retries.effective)" 2 \
+		"$name: memory.alloc_retries.effective"
+	assert_eq "$(cexec "$name" cat /sys/fs/cgroup/memory.events |
+		awk '$1 == "alloc_retry_fail" { print $2 }')" 0 "$name: alloc_retry_fail"
+	if [ "$manager" = systemd ]; then
+		run systemctl daemon-reload
+		assert_eq "$(cexec "$name" cat /sys/fs/cgroup/memory.alloc_retries)" 2 \
+			"$name: memory.alloc_retries after daemon-reload"
+	fi
+}
+
+cgroupfs_policy_lands() { policy_lands cgroupfs; }
+systemd_policy_lands() { policy_lands systemd; }
+
+# At 0 with its memory full, the fail-fast workload's system calls fail.
+# As in run-scenarios: the workload is the container's process, waiting
+# for its start file; the hog is started inside and fills the memory;
+# then the workload's clock starts.  The container's cgroup goes with
+# it: its parent keeps the (hierarchical) memory.events.
+failfast_at_0_sees_enomem() {
+	local name=pm-failfast-0 dir=$out/pm-failfast-0 parent=alloc-podman
+	# shellcheck disable=SC2064 # the name now
+	trap "remove $name" EXIT
+	install_hook
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	: > "$dir/start"
+	run pm_run cgroupfs --detach --name "$name" \
+		--cgroup-conf=memory.alloc_retries=0 --memory=32m \
+		--cgroup-parent="/$parent" --volume "$dir:/results" \
+		--ulimit memlock=-1:-1 \
+		-- /workloads/failfast --seconds 10 \
+		--start-file /results/start --result /results/result.json
+	run pm cgroupfs exec --detach "$name" /workloads/hog --result /results/hog.json
+	for _ in $(seq 1 120); do
+		jq -e .memory_full "$dir/hog.json" > /dev/null 2>&1 && break
+		sleep 1
+	done
+	echo go > "$dir/start"
+	run pm cgroupfs wait "$name"
+	cp "/sys/fs/cgroup/$parent/memory.events" "$dir/memory.events"
+	run cat "$dir/memory.events"
+	assert_jq "$dir/result.json" '.enomem > 0 and .outcome == "completed"'
+	awk '$1 == "alloc_retry_fail" && $2 > 0 { ok = 1 } END { exit !ok }' \
+		"$dir/memory.events" || { diag "$name: alloc_retry_fail is 0"; return 1; }
+}
+
+# snapshot: podman's cgroups, crun's states and podman's containers.
+snapshot() {
+	find /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/machine.slice \
+		-type d 2>/dev/null | sort || true
+	find /run/crun -mindepth 1 -maxdepth 1 2>/dev/null | sort || true
+	podman --storage-driver=vfs ps --all --format 'container {{.Names}}'
+}
+
+# changes BEFORE: what snapshot shows that BEFORE did not, and the other
+# way round.
+changes() {
+	diff <(echo "$1") <(snapshot) | grep '^[<>]' || true
+}
+
+# bad_values MANAGER: with the hook, a bad value starts nothing and
+# leaves nothing; without it, what is left is recorded.
+bad_values() {
+	local manager=$1 v name before
+	mkdir -p "$out"
+	for v in "${bad_values[@]}"; do
+		name=pm-$manager-bad${v//[^a-z0-9]/}
+		install_hook
+		before=$(snapshot)
+		if pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
+			--cgroup-conf="memory.alloc_retries=$v" \
+			-- /bin/touch "/results/$name.ran" > "$out/$name.log" 2>&1; then
+			diag "$name: podman run did not fail"
+			return 1
+		fi
+		run cat "$out/$name.log"
+		# podman shows the hook's arguments, which say the rule, and
+		# its exit status, 1 for a bad value.
+		assert_grep 'memory.alloc_retries must be max or 0..2147483647' "$out/$name.log"
+		assert_grep ']: exit status 1' "$out/$name.log"
+		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
+		assert_eq "$(changes "$before")" "" "$name: what changed"
+
+		# Without the hook: crun's own error, and what it leaves.
+		rm "$hooks_dir/50-alloc-retries.json"
+		pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
+			--cgroup-conf="memory.alloc_retries=$v" \
+			-- /bin/touch "/results/$name.ran" > "$out/$name.nohook.log" 2>&1 || true
+		run cat "$out/$name.nohook.log"
+		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
+		changes "$before" | sed "s|^> |$manager\t$v\t|" >> "$out/leftovers.tsv"
+		diag "$name: without the hook, left: $(changes "$before" | tr '\n' ' ')"
+		remove "$name"
+		# The documented cleanup: podman's empty cgroups that no
+		# container owns any more.
+		changes "$before" | sed -n 's|^> \(/sys/fs/cgroup/.*\)|\1|p' |
+			sort -r | xargs -r rmdir
+		assert_eq "$(changes "$before")" "" "$name: left after the cleanup"
+	done
+}
+
+cgroupfs_bad_values_start_nothing() { bad_values cgroupfs; }
+systemd_bad_values_start_nothing() { bad_values systemd; }
+
+rm -rf "$out"
+tap_run cgroupfs_policy_lands systemd_policy_lands failfast_at_0_sees_enomem \
+	cgroupfs_bad_values_start_nothing systemd_bad_values_start_nothing
