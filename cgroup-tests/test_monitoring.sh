@@ -1,0 +1,160 @@
+#!/bin/bash
+# The Prometheus textfile collector of contrib/prometheus/, read by
+# Debian's prometheus-node-exporter, against the container-pressure
+# scenario (container-images/run-scenarios).
+#
+# The runner calls this script back (RUN_SCENARIOS_OBSERVER) twice: while
+# the workloads run, and once they have ended but before their cgroups go.
+# Each time it runs the collector, scrapes node_exporter over HTTP, and
+# reads every cgroup's files right after.  Then:
+# - node_exporter parsed the file (node_textfile_scrape_error 0);
+# - every exported cgroup's own and effective limit is its files'
+#   (max is +Inf), and the sysctl is the sysctl's;
+# - while the workloads run, no exported counter is above memory.events
+#   read after it (counters only grow); once they ended, every one equals
+#   it;
+# - the containers' policies are there while they run (failfast-0 at 0,
+#   failfast-3 at 3, legacy-max at +Inf), and at the end failfast-0's
+#   alloc_retry_fail and some oom_kill are above 0: the numbers an
+#   operator is to watch are the ones the kernel counted.
+# shellcheck source=cgroup-tests/tap.sh
+. "$(dirname "$0")/tap.sh"
+
+contrib=${ALLOC_TEST_CONTRIB:-/job/contrib}
+runner=${ALLOC_TEST_CONTAINERS:-/job/containers}/run-scenarios
+out=${ALLOC_TEST_RESULTS:-/run/results}/test_monitoring
+textfiles=/run/node-exporter
+listen=127.0.0.1:9100
+scenario=container-pressure
+
+# observe PHASE CGROUP: the runner's call back; PHASE.metrics is what
+# node_exporter served, PHASE.files what the cgroups' files said after.
+observe() {
+	local phase=$1 dir
+	"$contrib/prometheus/alloc-retries-textfile" "$textfiles/alloc_retries.prom"
+	curl -fsS "http://$listen/metrics" > "$out/$phase.metrics"
+	{
+		echo "sysctl $(cat /proc/sys/vm/retry_allocation_attempts)"
+		{ find /sys/fs/cgroup -mindepth 2 -name memory.alloc_retries.effective \
+			-printf '%h\n' 2>/dev/null || true; } | while read -r dir; do
+			printf 'cgroup %s %s %s %s %s\n' "${dir#/sys/fs/cgroup}" \
+				"$(cat "$dir/memory.alloc_retries")" \
+				"$(cat "$dir/memory.alloc_retries.effective")" \
+				"$(awk '$1 == "alloc_retry_fail" { print $2 }' "$dir/memory.events")" \
+				"$(awk '$1 == "oom_kill" { print $2 }' "$dir/memory.events")"
+		done
+	} > "$out/$phase.files" 2>/dev/null
+}
+
+if [ "${1:-}" = running ] || [ "${1:-}" = ended ]; then
+	observe "$1"
+	exit
+fi
+
+# compare PHASE: every exported sample against the files; counters
+# exported must be at most the files' (they only grow), and once the
+# workloads ended exactly theirs in the scenario's cgroups, where nothing
+# runs any more.  Prints one line per mismatch and the number of cgroups
+# compared.
+compare() {
+	awk -v phase="$1" -v scenario="/$scenario/" '
+		function lim(v) { return v == "max" ? "+Inf" : v }
+		FNR == NR {
+			if ($1 == "sysctl") sysctl = $2
+			else { own[$2] = lim($3); eff[$2] = lim($4)
+			       fail[$2] = $5; oom[$2] = $6 }
+			next
+		}
+		$1 == "vm_retry_allocation_attempts" && $2 != sysctl {
+			print "sysctl exported " $2 ", is " sysctl
+		}
+		/^memcg_/ {
+			name = $0; sub(/\{.*/, "", name)
+			path = $0; sub(/^[^"]*"/, "", path); sub(/"\}.*/, "", path)
+			gsub(/\\"/, "\"", path); gsub(/\\\\/, "\\", path)
+			v = $NF
+			if (!(path in own)) next
+			seen[path] = 1
+			if (name == "memcg_alloc_retries" && v != own[path] ||
+			    name == "memcg_alloc_retries_effective" && v != eff[path])
+				print path ": " name " exported " v ", file " \
+					(name == "memcg_alloc_retries" ? own[path] : eff[path])
+			if (name == "memcg_alloc_retry_fail_total") want = fail[path]
+			else if (name == "memcg_oom_kill_total") want = oom[path]
+			else next
+			if (v + 0 > want + 0 || phase == "ended" &&
+			    index(path, scenario) && v + 0 != want + 0)
+				print path ": " name " exported " v ", memory.events " want
+		}
+		END { n = 0; for (p in seen) n++; print n " cgroups compared" }
+	' "$out/$1.files" "$out/$1.metrics"
+}
+
+# exported PHASE METRIC CGROUP_SUFFIX: the value of METRIC for the one
+# exported cgroup whose path ends in CGROUP_SUFFIX.
+exported() {
+	grep "^$2{cgroup=\"[^\"]*$3\"}" "$out/$1.metrics" | awk '{ print $NF }'
+}
+
+node_exporter_pid=
+
+stop_node_exporter() {
+	[ -z "$node_exporter_pid" ] || kill "$node_exporter_pid" 2>/dev/null || true
+}
+
+scenario_observed() {
+	trap stop_node_exporter EXIT
+	rm -rf "$out" "$textfiles"
+	mkdir -p "$out" "$textfiles"
+	prometheus-node-exporter --web.listen-address="$listen" \
+		--collector.disable-defaults --collector.textfile \
+		--collector.textfile.directory="$textfiles" \
+		> "$out/node-exporter.log" 2>&1 &
+	node_exporter_pid=$!
+	for _ in $(seq 1 60); do
+		curl -fsS "http://$listen/metrics" > /dev/null 2>&1 && break
+		sleep 1
+	done
+	# Ours, not another one on the port.
+	kill -0 "$node_exporter_pid" || { run cat "$out/node-exporter.log"; return 1; }
+	RUN_SCENARIOS_OBSERVER=$(cd "$(dirname "$0")" && pwd)/$(basename "$0") \
+		run "$runner" "$out/scenarios" "$scenario"
+	for phase in running ended; do
+		run test -s "$out/$phase.metrics"
+		assert_grep 'node_textfile_scrape_error 0' "$out/$phase.metrics"
+		assert_grep 'vm_retry_allocation_attempts ' "$out/$phase.metrics"
+	done
+}
+
+exported_is_what_the_kernel_says() {
+	local phase
+	for phase in running ended; do
+		compare "$phase" > "$out/$phase.compare"
+		run cat "$out/$phase.compare"
+		assert_eq "$(grep -vc 'cgroups compared$' "$out/$phase.compare")" 0 \
+			"$phase: mismatches"
+		# The scenario's containers, at least, were compared.
+		[ "$(awk '/cgroups compared$/ { print $1 }' "$out/$phase.compare")" -ge 4 ] ||
+			{ diag "$phase: fewer than 4 cgroups compared"; return 1; }
+	done
+}
+
+policies_and_counts_are_there() {
+	local s=$scenario
+	assert_eq "$(exported running memcg_alloc_retries_effective "/$s/failfast-0/container")" 0 \
+		"failfast-0, effective"
+	assert_eq "$(exported running memcg_alloc_retries_effective "/$s/failfast-3/container")" 3 \
+		"failfast-3, effective"
+	assert_eq "$(exported running memcg_alloc_retries_effective "/$s/legacy-max/container")" +Inf \
+		"legacy-max, effective"
+	# awk: node_exporter writes 1e+06 and up in exponent form.
+	exported ended memcg_alloc_retry_fail_total "/$s/failfast-0" |
+		awk '{ exit !($1 > 0) }' ||
+		{ diag "failfast-0: alloc_retry_fail 0 at the end"; return 1; }
+	grep "^memcg_oom_kill_total{cgroup=\"[^\"]*/$s/" "$out/ended.metrics" |
+		awk '{ n += $NF } END { exit !(n > 0) }' ||
+		{ diag "$s: no oom_kill exported"; return 1; }
+}
+
+tap_run scenario_observed exported_is_what_the_kernel_says \
+	policies_and_counts_are_there
