@@ -116,7 +116,8 @@ set_property_persistent() {
 # A unit that does not assign MemoryAllocRetries= leaves the file to
 # whoever wrote it: runc under the systemd driver writes the key into the
 # scope systemd made for it, and every daemon-reload or daemon-reexec
-# re-applies the unit's cgroup settings.  One that assigns it owns it.
+# re-applies the unit's cgroup settings.  One that assigns it owns it,
+# until the assignment goes away.
 unassigned_property_leaves_the_file_alone() {
 	trap live_stop EXIT
 	live_start
@@ -129,6 +130,24 @@ unassigned_property_leaves_the_file_alone() {
 	echo 0 > "$system/art-live.service/memory.alloc_retries"
 	run systemctl daemon-reload
 	live_is 5 5
+	# Undoing the setting takes back what the unit wrote, once.
+	run systemctl revert art-live.service
+	run systemctl daemon-reload
+	live_is max infinity
+	echo 0 > "$system/art-live.service/memory.alloc_retries"
+	run systemctl daemon-reload
+	live_is 0 infinity
+}
+
+# A transient unit's setting is its own across daemon-reexec too.
+transient_unit_keeps_its_value() {
+	local unit=art-transient.service
+	trap 'systemctl stop art-transient.service || true' EXIT
+	run systemd-run --unit "$unit" -p MemoryAllocRetries=0 /bin/sleep 600
+	echo 3 > "$system/$unit/memory.alloc_retries"
+	run systemctl daemon-reexec
+	assert_file "$system/$unit/memory.alloc_retries" 0
+	show_is "$unit" 0
 }
 
 invalid_values_change_nothing() {
@@ -260,6 +279,6 @@ crun_under_delegated_service() {
 
 tap_run service_gets_its_value slice_limit_applies_to_service_at_infinity \
 	set_property_runtime set_property_persistent \
-	unassigned_property_leaves_the_file_alone \
+	unassigned_property_leaves_the_file_alone transient_unit_keeps_its_value \
 	invalid_values_change_nothing invalid_values_in_unit_file_are_ignored \
 	systemd_run_failfast_sees_enomem crun_under_delegated_service
