@@ -9,14 +9,17 @@
 #   alloc_retry_fail), and under systemd it survives daemon-reload;
 # - at 0, under a hog that fills the container's memory, the fail-fast
 #   workload sees ENOMEM and memory.events counts alloc_retry_fail;
+# - the hook passes a container without the key, and decides as the
+#   kernel parses (values fed to it directly);
 # - a bad value (-3, abc) fails, starts no process, and leaves no
-#   container, no cgroup and no crun state.  Without the hook crun leaves
-#   the container's cgroup behind (recorded in leftovers.tsv), which is
-#   what the hook is for.
+#   container, no cgroup, no scope and no crun state.  Without the hook
+#   crun fails with EINVAL and, with cgroupfs, leaves the container's
+#   cgroup behind (recorded in leftovers.tsv), which the project's
+#   cleanup script removes.
 # The containers' root (--rootfs) is a directory with the guest's /usr
 # mounted read-only, so that podman exec has cat, and the static
-# workloads at /workloads; podman's storage is vfs, as the guest kernel
-# has no overlayfs.
+# workloads at /workloads; podman's storage is vfs (storage.conf), as the
+# guest kernel has no overlayfs.
 # shellcheck source=cgroup-tests/tap.sh
 . "$(dirname "$0")/tap.sh"
 
@@ -25,14 +28,14 @@ workloads=${ALLOC_TEST_CONTAINERS:-/job/containers}/rootfs/bin
 root=/run/podman-root
 out=${ALLOC_TEST_RESULTS:-/run/results}/test_podman
 hook=/usr/local/libexec/alloc-retries/alloc-retries-precreate
-hooks_dir=/usr/share/containers/oci/hooks.d
+hooks_dir=/etc/containers/oci/hooks.d
 bad_values=(-3 abc)
 
 # pm MANAGER ARG...: podman with the cgroup manager.
 pm() {
 	local manager=$1
 	shift
-	podman --cgroup-manager="$manager" --storage-driver=vfs "$@"
+	podman --cgroup-manager="$manager" "$@"
 }
 
 # pm_run MANAGER OPTION... -- COMMAND...: podman run with the root of the
@@ -69,17 +72,26 @@ start() {
 cexec() {
 	local name=$1
 	shift
-	podman --storage-driver=vfs exec "$name" "$@"
+	podman exec "$name" "$@"
 }
 
 remove() {
-	run podman --storage-driver=vfs rm --force --time 0 "$@" || true
+	run podman rm --force --time 0 "$@" || true
 }
 
+# install_hook: as Documentation/containers.md says (and vfs storage).
 install_hook() {
 	install -D -m 755 "$contrib/podman/alloc-retries-precreate" "$hook"
 	install -D -m 644 "$contrib/podman/50-alloc-retries.json" \
 		"$hooks_dir/50-alloc-retries.json"
+	install -D -m 644 "$contrib/podman/50-alloc-retries.conf" \
+		/etc/containers/containers.conf.d/50-alloc-retries.conf
+	install -D -m 755 "$contrib/podman/alloc-retries-podman-cleanup" \
+		/usr/local/sbin/alloc-retries-podman-cleanup
+	[ -e /etc/containers/storage.conf ] ||
+		printf '[storage]\ndriver = "%s"\nrunroot = "%s"\ngraphroot = "%s"\n' \
+			vfs /run/containers/storage /var/lib/containers/storage \
+			> /etc/containers/storage.conf
 }
 
 # policy_lands MANAGER
@@ -103,6 +115,38 @@ policy_lands() {
 }
 
 cgroupfs_policy_lands() { policy_lands cgroupfs; }
+
+# Every other container passes the hook too.
+container_without_the_key_runs() {
+	install_hook
+	mkdir -p "$out"
+	run pm_run cgroupfs --rm --volume "$out:/results" -- /bin/touch /results/plain.ran
+	run test -e "$out/plain.ran"
+}
+
+# The hook decides as the kernel parses, and says which check failed.
+hook_decides_as_the_kernel() {
+	local v want rc
+	while read -r v want; do
+		rc=0
+		jq -n --arg v "$v" '{linux: {resources: {unified:
+			{"memory.alloc_retries": $v}}}}' | "$contrib/podman/alloc-retries-precreate" \
+			> /dev/null 2>&1 || rc=$?
+		assert_eq "$rc" "$want" "the hook on \"$v\""
+	done <<-VALUES
+	max 0
+	0 0
+	2147483647 0
+	0x1f 0
+	017 0
+	2147483648 1
+	-1 1
+	+1 1
+	abc 1
+	08 1
+	1e3 1
+	VALUES
+}
 systemd_policy_lands() { policy_lands systemd; }
 
 # At 0 with its memory full, the fail-fast workload's system calls fail.
@@ -138,12 +182,14 @@ failfast_at_0_sees_enomem() {
 		"$dir/memory.events" || { diag "$name: alloc_retry_fail is 0"; return 1; }
 }
 
-# snapshot: podman's cgroups, crun's states and podman's containers.
+# snapshot: podman's cgroups and scopes, crun's states and podman's
+# containers.
 snapshot() {
 	find /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/machine.slice \
 		-type d 2>/dev/null | sort || true
+	systemctl list-units --all --plain --no-legend 'libpod*' | awk '{ print "unit " $1 }'
 	find /run/crun -mindepth 1 -maxdepth 1 2>/dev/null | sort || true
-	podman --storage-driver=vfs ps --all --format 'container {{.Names}}'
+	podman ps --all --format 'container {{.Names}}'
 }
 
 # changes BEFORE: what snapshot shows that BEFORE did not, and the other
@@ -170,25 +216,28 @@ bad_values() {
 		run cat "$out/$name.log"
 		# podman shows the hook's arguments, which say the rule, and
 		# its exit status, 1 for a bad value.
-		assert_grep 'memory.alloc_retries must be max or 0..2147483647' "$out/$name.log"
+		assert_grep 'memory.alloc_retries must be "max" or 0..2147483647' "$out/$name.log"
 		assert_grep ']: exit status 1' "$out/$name.log"
 		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
 		assert_eq "$(changes "$before")" "" "$name: what changed"
 
 		# Without the hook: crun's own error, and what it leaves.
 		rm "$hooks_dir/50-alloc-retries.json"
-		pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
+		if pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
 			--cgroup-conf="memory.alloc_retries=$v" \
-			-- /bin/touch "/results/$name.ran" > "$out/$name.nohook.log" 2>&1 || true
+			-- /bin/touch "/results/$name.ran" > "$out/$name.nohook.log" 2>&1; then
+			diag "$name: podman run without the hook did not fail"
+			return 1
+		fi
 		run cat "$out/$name.nohook.log"
+		# shellcheck disable=SC2016 # crun's quotes
+		assert_grep 'writing file `memory.alloc_retries`: Invalid argument' \
+			"$out/$name.nohook.log"
 		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
 		changes "$before" | sed "s|^> |$manager\t$v\t|" >> "$out/leftovers.tsv"
 		diag "$name: without the hook, left: $(changes "$before" | tr '\n' ' ')"
 		remove "$name"
-		# The documented cleanup: podman's empty cgroups that no
-		# container owns any more.
-		changes "$before" | sed -n 's|^> \(/sys/fs/cgroup/.*\)|\1|p' |
-			sort -r | xargs -r rmdir
+		run alloc-retries-podman-cleanup
 		assert_eq "$(changes "$before")" "" "$name: left after the cleanup"
 	done
 }
@@ -197,5 +246,6 @@ cgroupfs_bad_values_start_nothing() { bad_values cgroupfs; }
 systemd_bad_values_start_nothing() { bad_values systemd; }
 
 rm -rf "$out"
-tap_run cgroupfs_policy_lands systemd_policy_lands failfast_at_0_sees_enomem \
+tap_run hook_decides_as_the_kernel container_without_the_key_runs \
+	cgroupfs_policy_lands systemd_policy_lands failfast_at_0_sees_enomem \
 	cgroupfs_bad_values_start_nothing systemd_bad_values_start_nothing
