@@ -9,7 +9,7 @@
 # reads every cgroup's files right after.  Then:
 # - node_exporter parsed the file (node_textfile_scrape_error 0);
 # - every exported cgroup's own and effective limit is its files'
-#   (max is +Inf), and the sysctl is the sysctl's;
+#   (max is +Inf), and the sysctl is the sysctl's (-1 is +Inf);
 # - while the workloads run, no exported counter is above memory.events
 #   read after it (counters only grow); once they ended, every one equals
 #   it;
@@ -60,7 +60,7 @@ compare() {
 	awk -v phase="$1" -v scenario="/$scenario/" '
 		function lim(v) { return v == "max" ? "+Inf" : v }
 		FNR == NR {
-			if ($1 == "sysctl") sysctl = $2
+			if ($1 == "sysctl") sysctl = $2 == -1 ? "+Inf" : $2
 			else { own[$2] = lim($3); eff[$2] = lim($4)
 			       fail[$2] = $5; oom[$2] = $6 }
 			next
