@@ -63,6 +63,23 @@ assert_fails() {
 	fi
 }
 
+# systemd_reapply VERB CGROUP: systemctl VERB (daemon-reload or
+# daemon-reexec), and wait until PID 1 has re-applied the settings of the
+# unit whose cgroup directory is CGROUP, which it does after it answers.
+# The sign is memory.oom.group, which it writes on every application (0
+# for the units of these tests): set to 1 first, back at 0 once it did.
+systemd_reapply() {
+	local verb=$1 cg=$2
+	echo 1 > "$cg/memory.oom.group"
+	run systemctl "$verb"
+	for _ in $(seq 1 200); do
+		[ "$(cat "$cg/memory.oom.group")" = 1 ] || return 0
+		sleep 0.1
+	done
+	diag "systemctl $verb: ${cg#/sys/fs/cgroup} not re-applied after 20 s"
+	return 1
+}
+
 # tap_run CASE...: the plan, then "ok"/"not ok" per case; exit status 1
 # if any failed.
 tap_run() {

@@ -6,10 +6,10 @@
 # - memory.alloc_retries from linux.resources.unified lands in the
 #   container's cgroup at 0, 2 and max (runc under systemd writes it into
 #   the scope, crun into the scope's container/ child: the cgroup of the
-#   container's process is what is read), and under systemd it is still
-#   there after systemctl daemon-reload and daemon-reexec, which re-apply
-#   every unit's settings (patches/systemd/ 0003 leaves a file no unit
-#   assigned alone);
+#   container's process is what is read), and runc's in the scope is
+#   still there after systemctl daemon-reload and daemon-reexec, which
+#   re-apply every unit's settings (patches/systemd/ 0003 leaves a file
+#   no unit assigned alone);
 # - a bad value (-3, abc) fails `run` with the kernel's EINVAL and starts
 #   no process; what the runtime leaves behind is recorded in
 #   leftovers.tsv and is what Documentation/containers.md says, and its
@@ -99,16 +99,14 @@ policies_land() {
 		diag "$runtime/$manager $p: ${cg#/sys/fs/cgroup}"
 		assert_file "$cg/memory.alloc_retries" "$p"
 		assert_file "$cg/memory.alloc_retries.effective" "$p"
-		if [ "$manager" = systemd ]; then
+		if [ "$runtime/$manager" = runc/systemd ]; then
 			# What patches/systemd/ 0003 is for: runc's value is in
-			# the scope, which systemd re-applies (crun's is in a child
-			# systemd never writes).
-			run systemctl daemon-reload
+			# the scope, whose settings systemd re-applies (crun's is
+			# in a child systemd never writes).
+			systemd_reapply daemon-reload "$cg"
 			assert_file "$cg/memory.alloc_retries" "$p"
-			if [ "$runtime" = runc ]; then
-				run systemctl daemon-reexec
-				assert_file "$cg/memory.alloc_retries" "$p"
-			fi
+			systemd_reapply daemon-reexec "$cg"
+			assert_file "$cg/memory.alloc_retries" "$p"
 		fi
 		# runc 1.1.5 removes the cgroup right after its SIGKILL and
 		# can find it still busy (EBUSY): the cleanup waits for it.

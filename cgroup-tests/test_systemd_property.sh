@@ -121,21 +121,22 @@ set_property_persistent() {
 unassigned_property_leaves_the_file_alone() {
 	trap live_stop EXIT
 	live_start
-	echo 0 > "$system/art-live.service/memory.alloc_retries"
-	run systemctl daemon-reload
+	local cg=$system/art-live.service
+	echo 0 > "$cg/memory.alloc_retries"
+	systemd_reapply daemon-reload "$cg"
 	live_is 0 infinity
-	run systemctl daemon-reexec
+	systemd_reapply daemon-reexec "$cg"
 	live_is 0 infinity
 	run systemctl set-property --runtime art-live.service MemoryAllocRetries=5
-	echo 0 > "$system/art-live.service/memory.alloc_retries"
-	run systemctl daemon-reload
+	echo 0 > "$cg/memory.alloc_retries"
+	systemd_reapply daemon-reload "$cg"
 	live_is 5 5
 	# Undoing the setting takes back what the unit wrote, once.
 	run systemctl revert art-live.service
-	run systemctl daemon-reload
+	systemd_reapply daemon-reload "$cg"
 	live_is max infinity
-	echo 0 > "$system/art-live.service/memory.alloc_retries"
-	run systemctl daemon-reload
+	echo 0 > "$cg/memory.alloc_retries"
+	systemd_reapply daemon-reload "$cg"
 	live_is 0 infinity
 }
 
@@ -145,7 +146,7 @@ transient_unit_keeps_its_value() {
 	trap 'systemctl stop art-transient.service || true' EXIT
 	run systemd-run --unit "$unit" -p MemoryAllocRetries=0 /bin/sleep 600
 	echo 3 > "$system/$unit/memory.alloc_retries"
-	run systemctl daemon-reexec
+	systemd_reapply daemon-reexec "$system/$unit"
 	assert_file "$system/$unit/memory.alloc_retries" 0
 	show_is "$unit" 0
 }
