@@ -30,20 +30,23 @@ scenario=container-pressure
 # observe PHASE CGROUP: the runner's call back; PHASE.metrics is what
 # node_exporter served, PHASE.files what the cgroups' files said after.
 observe() {
-	local phase=$1 dir
+	local phase=$1 dir own eff events
 	"$contrib/prometheus/alloc-retries-textfile" "$textfiles/alloc_retries.prom"
 	curl -fsS "http://$listen/metrics" > "$out/$phase.metrics"
 	{
 		echo "sysctl $(cat /proc/sys/vm/retry_allocation_attempts)"
+		# A container that ended since the scrape took its cgroup
+		# with it: it is left out, as the collector leaves it out.
 		{ find /sys/fs/cgroup -mindepth 2 -name memory.alloc_retries.effective \
 			-printf '%h\n' 2>/dev/null || true; } | while read -r dir; do
-			printf 'cgroup %s %s %s %s %s\n' "${dir#/sys/fs/cgroup}" \
-				"$(cat "$dir/memory.alloc_retries")" \
-				"$(cat "$dir/memory.alloc_retries.effective")" \
-				"$(awk '$1 == "alloc_retry_fail" { print $2 }' "$dir/memory.events")" \
-				"$(awk '$1 == "oom_kill" { print $2 }' "$dir/memory.events")"
+			own=$(cat "$dir/memory.alloc_retries" 2>/dev/null) || continue
+			eff=$(cat "$dir/memory.alloc_retries.effective" 2>/dev/null) || continue
+			events=$(cat "$dir/memory.events" 2>/dev/null) || continue
+			printf 'cgroup %s %s %s %s %s\n' "${dir#/sys/fs/cgroup}" "$own" "$eff" \
+				"$(awk '$1 == "alloc_retry_fail" { print $2 }' <<< "$events")" \
+				"$(awk '$1 == "oom_kill" { print $2 }' <<< "$events")"
 		done
-	} > "$out/$phase.files" 2>/dev/null
+	} > "$out/$phase.files"
 }
 
 if [ "${1:-}" = running ] || [ "${1:-}" = ended ]; then
