@@ -127,8 +127,8 @@ lint: kernel-source ## checkpatch --strict and shellcheck, as TAP
 cover-letter: kernel-source ## write patches/linux/0000-cover-letter.patch from patches/cover-letter.in and the tables of make demo and make bench
 	@qemu/report/cover-letter $(KSRC) $(BUILD)/demo/report $(BUILD)/bench patches/linux/0000-cover-letter.patch
 
-readme: ## write README's tables and Documentation/containers-latency.png from the last make demo and make bench
-	@qemu/report/report readme README.md $(BUILD)/demo $(BUILD)/bench
+readme: ## write the tables of README.md and Documentation/containers.md from the last make demo, make bench and make check
+	@qemu/report/report readme . $(BUILD)/demo $(BUILD)/bench $(BUILD)/check
 
 fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 	@qemu/checks/compare-fastpath

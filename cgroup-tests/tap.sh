@@ -18,6 +18,19 @@ run() {
 	return "$rc"
 }
 
+# version_of PROGRAM: "PROGRAM X.Y.Z", from the first line of its
+# --version ("crun version 1.8.1").
+version_of() {
+	"$1" --version | awk -v p="$1" 'NR == 1 { print p, $NF }'
+}
+
+# record_leftovers FILE TOOL MANAGER VALUE LEFT: a row of what a start
+# that failed on VALUE left behind, for Documentation/containers.md's
+# table (make readme renders it).
+record_leftovers() {
+	printf '%s\t%s\t%s\t%s\n' "$2" "$3" "$4" "$5" >> "$1"
+}
+
 # assert_eq GOT WANT WHAT
 assert_eq() {
 	[ "$1" = "$2" ] && return 0

@@ -198,44 +198,50 @@ changes() {
 	diff <(echo "$1") <(snapshot) | grep '^[<>]' || true
 }
 
+# start_must_fail MANAGER NAME VALUE LOG: podman run with VALUE fails,
+# its output (in LOG) is printed, and the container's process did not run.
+start_must_fail() {
+	local manager=$1 name=$2 v=$3 log=$4
+	if pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
+		--cgroup-conf="memory.alloc_retries=$v" \
+		-- /bin/touch "/results/$name.ran" > "$log" 2>&1; then
+		diag "$name: podman run did not fail"
+		return 1
+	fi
+	run cat "$log"
+	[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
+}
+
 # bad_values MANAGER: with the hook, a bad value starts nothing and
 # leaves nothing; without it, what is left is recorded.
 bad_values() {
-	local manager=$1 v name before
+	local manager=$1 v name before left tool
+	tool="$(version_of podman) + $(version_of crun)"
 	mkdir -p "$out"
 	for v in "${bad_values[@]}"; do
 		name=pm-$manager-bad${v//[^a-z0-9]/}
 		install_hook
 		before=$(snapshot)
-		if pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
-			--cgroup-conf="memory.alloc_retries=$v" \
-			-- /bin/touch "/results/$name.ran" > "$out/$name.log" 2>&1; then
-			diag "$name: podman run did not fail"
-			return 1
-		fi
-		run cat "$out/$name.log"
+		start_must_fail "$manager" "$name" "$v" "$out/$name.log" || return 1
 		# podman shows the hook's arguments, which say the rule, and
 		# its exit status, 1 for a bad value.
 		assert_grep 'memory.alloc_retries must be "max" or 0..2147483647' "$out/$name.log"
 		assert_grep ']: exit status 1' "$out/$name.log"
-		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
 		assert_eq "$(changes "$before")" "" "$name: what changed"
+		record_leftovers "$out/leftovers.tsv" "$tool, with the hook" \
+			"$manager" "$v" nothing
 
 		# Without the hook: crun's own error, and what it leaves.
 		rm "$hooks_dir/50-alloc-retries.json"
-		if pm_run "$manager" --rm --name "$name" --volume "$out:/results" \
-			--cgroup-conf="memory.alloc_retries=$v" \
-			-- /bin/touch "/results/$name.ran" > "$out/$name.nohook.log" 2>&1; then
-			diag "$name: podman run without the hook did not fail"
-			return 1
-		fi
-		run cat "$out/$name.nohook.log"
+		start_must_fail "$manager" "$name" "$v" "$out/$name.nohook.log" || return 1
 		# shellcheck disable=SC2016 # crun's quotes
 		assert_grep 'writing file `memory.alloc_retries`: Invalid argument' \
 			"$out/$name.nohook.log"
-		[ ! -e "$out/$name.ran" ] || { diag "$name: the process ran"; return 1; }
-		changes "$before" | sed "s|^> |$manager\t$v\t|" >> "$out/leftovers.tsv"
-		diag "$name: without the hook, left: $(changes "$before" | tr '\n' ' ')"
+		left=$(changes "$before" | sed 's|^> ||; s|^< |gone: |;
+			s|^/sys/fs/cgroup/||; s|libpod-[0-9a-f]\{64\}|libpod-<id>|' | paste -sd ' ')
+		record_leftovers "$out/leftovers.tsv" "$tool, no hook" \
+			"$manager" "$v" "${left:-nothing}"
+		diag "$name: without the hook, left: ${left:-nothing}"
 		remove "$name"
 		run alloc-retries-podman-cleanup
 		assert_eq "$(changes "$before")" "" "$name: left after the cleanup"

@@ -190,8 +190,8 @@ bad_values_start_nothing() {
 		# left is read once it has had a second.
 		sleep 1
 		left=$(leftovers "$runtime" "$manager" "$id")
-		printf '%s\t%s\t%s\t%s\n' "$runtime" "$manager" "$v" "$left" \
-			>> "$out/leftovers.tsv"
+		record_leftovers "$out/leftovers.tsv" "$(version_of "$runtime")" \
+			"$manager" "$v" "$left"
 		diag "$runtime/$manager $v: left behind: $left"
 		# What Documentation/containers.md says each leaves.
 		assert_eq "$left" "$(expected_leftovers "$runtime" "$manager")" \

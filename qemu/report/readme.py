@@ -1,57 +1,126 @@
-"""README's tables from real runs: each region between
-"<!-- make readme: NAME -->" and "<!-- end make readme -->" is replaced by
-what the last run wrote, never typed by hand."""
+"""The tables of README.md and Documentation/ from real runs: each region
+between "<!-- make readme: NAME -->" and "<!-- end make readme -->" is
+replaced by what the last run wrote, never typed by hand.  A file whose
+runs are missing is left as it is and said; the others are still
+written."""
 
 import os
 import re
 import shutil
-import sys
+
+import tables
 
 REGION = re.compile(r"(<!-- make readme: ([a-z]+) -->\n).*?"
                     r"(<!-- end make readme -->)", re.S)
 
+# The files with regions, and the regions each must have.
+FILES = {
+    "README.md": ("containers", "lockup", "bench"),
+    os.path.join("Documentation", "containers.md"): ("leftovers",),
+}
 
-def read(path):
+# The tests whose leftovers.tsv feed the "leftovers" region.
+LEFTOVER_TESTS = ("test_runtime_matrix", "test_podman")
+
+
+# test_runtime_matrix's words for what is left; test_podman's are paths.
+LEFT_WORDS = {
+    "cgroup": "the container's cgroup",
+    "state": "the runtime's state",
+    "scope": "the container's systemd scope",
+}
+
+
+class Missing(Exception):
+    """A run that a region needs has not been made."""
+
+
+def read(path, target):
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
-    except FileNotFoundError:
-        sys.exit(f"report readme: {path} missing: run the make target that "
-                 "writes it")
+    except FileNotFoundError as e:
+        raise Missing(f"{path} missing: run {target}") from e
 
 
-def update(readme_path, demo_dir, bench_dir):
+def leftovers(check_dir):
+    """What a start that failed on a bad value left behind, by tool and
+    cgroup manager, from the rows test_runtime_matrix and test_podman
+    recorded (TOOL, MANAGER, VALUE, LEFT)."""
+    target = f'make check TESTS="{" ".join(LEFTOVER_TESTS)}"'
+    left = {}
+    for test in LEFTOVER_TESTS:
+        path = os.path.join(check_dir, "results", test, "leftovers.tsv")
+        for line in read(path, target).splitlines():
+            tool, manager, value, what = line.split("\t")
+            left.setdefault((tool, manager), {})[value] = what
+    rows = []
+    for (tool, manager), by_value in left.items():
+        # One row when every bad value left the same, else one a value.
+        if len(set(by_value.values())) == 1:
+            rows.append([tool, manager, ", ".join(f"`{v}`" for v in by_value),
+                         next(iter(by_value.values()))])
+        else:
+            rows += [[tool, manager, f"`{v}`", w] for v, w in by_value.items()]
+    for r in rows:
+        if r[3] != "nothing":
+            r[3] = ", ".join(LEFT_WORDS.get(w, f"`{w}`") for w in r[3].split())
+    return "\n".join(tables.markdown(
+        ["runtime", "cgroup manager", "bad value", "left after the failed start"],
+        rows)) + "\n"
+
+
+def fill(path, sources):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    seen = []
+
+    def one(m):
+        name = m.group(2)
+        if name not in sources:
+            raise Missing(f"unknown region {name}; the regions are: "
+                          f"{', '.join(sources)}")
+        seen.append(name)
+        return f"{m.group(1)}\n{sources[name]().rstrip()}\n\n{m.group(3)}"
+
+    text = REGION.sub(one, text)
+    missing = set(sources) - set(seen)
+    if missing:
+        raise Missing(f"no region {', '.join(sorted(missing))}")
+    return text, seen
+
+
+def update(top, demo_dir, bench_dir, check_dir):
     report = os.path.join(demo_dir, "report")
     sources = {
         # The text tables as make demo prints them, indented as code.
         "containers": lambda: "".join(
             ("    " + line if line else "") + "\n"
-            for line in read(os.path.join(report, "report.txt"))
+            for line in read(os.path.join(report, "report.txt"), "make demo")
             .rstrip("\n").split("\n")),
-        "lockup": lambda: read(os.path.join(report, "lockup.md")),
-        "bench": lambda: read(os.path.join(bench_dir, "bench.md")),
+        "lockup": lambda: read(os.path.join(report, "lockup.md"), "make demo"),
+        "bench": lambda: read(os.path.join(bench_dir, "bench.md"),
+                              "make bench"),
+        "leftovers": lambda: leftovers(check_dir),
     }
-    text = read(readme_path)
-    seen = []
-
-    def fill(m):
-        name = m.group(2)
-        if name not in sources:
-            sys.exit(f"report readme: unknown region {name}; the regions "
-                     f"are: {', '.join(sources)}")
-        seen.append(name)
-        return f"{m.group(1)}\n{sources[name]().rstrip()}\n\n{m.group(3)}"
-
-    text = REGION.sub(fill, text)
-    missing = set(sources) - set(seen)
-    if missing:
-        sys.exit(f"report readme: {readme_path} has no region "
-                 f"{', '.join(sorted(missing))}")
-    with open(readme_path, "w", encoding="utf-8") as f:
-        f.write(text)
-    top = os.path.dirname(os.path.abspath(readme_path))
-    shutil.copy(os.path.join(report, "latency.png"),
-                os.path.join(top, "Documentation", "containers-latency.png"))
-    print(f"readme: {readme_path}: {', '.join(seen)} from {report} and "
-          f"{bench_dir}; Documentation/containers-latency.png")
-    return 0
+    png = os.path.join(report, "latency.png")
+    failed = False
+    for name, regions in FILES.items():
+        path = os.path.join(top, name)
+        try:
+            text, seen = fill(path, {r: sources[r] for r in regions})
+            # README's latency figure comes from the same make demo.
+            if name == "README.md" and not os.path.exists(png):
+                raise Missing(f"{png} missing: run make demo")
+        except Missing as e:
+            print(f"readme: {name} left as it is: {e}")
+            failed = True
+            continue
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"readme: {name}: {', '.join(seen)}")
+        if name == "README.md":
+            shutil.copy(png, os.path.join(top, "Documentation",
+                                          "containers-latency.png"))
+            print("readme: Documentation/containers-latency.png")
+    return 1 if failed else 0
