@@ -27,6 +27,9 @@
  * What must hold at the end (the kernel log's WARN, BUG, hung task and
  * soft lockup lines are the reporter's):
  * - every round ran, and every lockup run held its case;
+ * - every round was under OOM: its OOM killer killed (a round goes on past
+ *   its time until it has, for up to ROUND_CAP_MS), and it moved the
+ *   moved worker at least once;
  * - the trace events, memory.events and /proc/vmstat agree: per cgroup,
  *   for the moved worker's pair together, for each removed cgroup (read
  *   once its tasks were gone), and in total;
@@ -65,6 +68,7 @@
 /* A global round refills the guest after each kill: it needs longer. */
 #define ROUND_MS	3000
 #define GLOBAL_ROUND_MS	6000
+#define ROUND_CAP_MS	120000	/* a round without an OOM kill by then fails */
 #define STEP_MS		50
 #define WORKER_BYTES	(16 * MIB)
 #define MEMCG_MAX	"24M"
@@ -404,8 +408,8 @@ static void round_run(int r)
 	char eph[32], work[48], hogcg[48], hog_names[6][48], *path, *dst;
 	struct watched *eph_work;
 	pid_t pids[8], hogs[6], global_hog = -1, mover;
-	int i, nr = 0, nr_hogs = 0, step;
-	long kills_before, fails_before;
+	int i, nr = 0, nr_hogs = 0, step, moves = 0;
+	long kills_before, kills, fails_before, round_ms;
 	double start;
 
 	fails_before = vmstat("alloc_retry_fail");
@@ -433,9 +437,18 @@ static void round_run(int r)
 	}
 	for (i = 0; i < nr_hogs; i++)
 		hogs[i] = -1;
-	/* By the clock: a step that refilled a hog takes longer than STEP_MS. */
+	/*
+	 * By the clock (a step that refilled a hog takes longer than
+	 * STEP_MS), and until the round's OOM killer has killed: a round
+	 * without an OOM kill was not under OOM, whatever the clock says.
+	 */
 	start = now_s();
-	for (step = 0; (now_s() - start) * 1000 < (memcg ? ROUND_MS : GLOBAL_ROUND_MS); step++) {
+	for (step = 0;; step++) {
+		round_ms = (now_s() - start) * 1000;
+		kills = cg_event(storm, "memory.events", "oom_kill") - kills_before;
+		if (round_ms >= ROUND_CAP_MS ||
+		    (round_ms >= (memcg ? ROUND_MS : GLOBAL_ROUND_MS) && kills))
+			break;
 		/* A hog the OOM killer took is back at once: the pressure stays. */
 		for (i = 0; i < nr_hogs; i++)
 			hog_again(&hogs[i], hog_names[i],
@@ -455,7 +468,9 @@ static void round_run(int r)
 		free(path);
 		dst = under(movers[(r + step + 1) % 2]->name);
 		/* It may have been OOM-killed at max: then it stays dead. */
-		if (cg_enter(dst, mover) && errno != ESRCH)
+		if (!cg_enter(dst, mover))
+			moves++;
+		else if (errno != ESRCH)
 			failed("moving %d to %s: %s", mover, dst, strerror(errno));
 		free(dst);
 		sleep_ms(STEP_MS);
@@ -473,11 +488,15 @@ static void round_run(int r)
 	destroy(hogcg);
 	destroy(eph);
 	trace_drain();
-	ksft_print_msg("round %d/%d, %s OOM: OOM kills %+ld, alloc_retry_fail %+ld (%ld in the trace so far); %s at %s removed\n",
-		       r + 1, rounds, memcg ? "memcg" : "global",
-		       cg_event(storm, "memory.events", "oom_kill") - kills_before,
-		       vmstat("alloc_retry_fail") - fails_before, trace_total,
-		       eph, eph_policies[r % 3]);
+	kills = cg_event(storm, "memory.events", "oom_kill") - kills_before;
+	ksft_print_msg("round %d/%d, %s OOM, %.1f s: OOM kills %+ld, alloc_retry_fail %+ld (%ld in the trace so far), %d moves; %s at %s removed\n",
+		       r + 1, rounds, memcg ? "memcg" : "global", now_s() - start,
+		       kills, vmstat("alloc_retry_fail") - fails_before,
+		       trace_total, moves, eph, eph_policies[r % 3]);
+	if (!kills)
+		failed("round %d: no OOM kill in %d s", r + 1, ROUND_CAP_MS / 1000);
+	if (!moves)
+		failed("round %d: the moved worker was never moved", r + 1);
 }
 
 /* The lockup reproducer, one case, in S/lockup-runner; the writer waits. */
