@@ -3,14 +3,16 @@
 # Debian's prometheus-node-exporter, against the container-pressure
 # scenario (container-images/run-scenarios).
 #
-# The runner calls this script back (RUN_SCENARIOS_OBSERVER) twice: while
-# the workloads run, and once they have ended but before their cgroups go.
+# The runner calls this script back (RUN_SCENARIOS_OBSERVER) twice: once
+# the containers are up with their hogs full (the hogs filling and being
+# OOM-killed, the workloads about to start), and once they have ended but
+# before their cgroups go.
 # Each time it runs the collector, scrapes node_exporter over HTTP, and
 # reads every cgroup's files right after.  Then:
 # - node_exporter parsed the file (node_textfile_scrape_error 0);
 # - every exported cgroup's own and effective limit is its files'
 #   (max is +Inf), and the sysctl is the sysctl's (-1 is +Inf);
-# - while the workloads run, no exported counter is above memory.events
+# - while the containers run, no exported counter is above memory.events
 #   read after it (counters only grow); once they ended, every one equals
 #   it;
 # - the containers' policies are there while they run (failfast-0 at 0,
