@@ -200,24 +200,70 @@ invalid_values_in_unit_file_are_ignored() {
 # is full (hog.c), while PID runs, 2 minutes of the clock at most (the
 # test's assertions then say what failed; a jq can take a second there).
 wait_hog_full() {
-	local end=$((SECONDS + 120))
-	while [ "$SECONDS" -lt "$end" ]; do
-		jq -e '.memory_full' "$1" > /dev/null 2>&1 && return 0
+	local start=$SECONDS
+	while [ "$SECONDS" -lt $((start + 120)) ]; do
+		if jq -e '.memory_full' "$1" > /dev/null 2>&1; then
+			diag "the hog was full after $((SECONDS - start)) s"
+			return 0
+		fi
 		kill -0 "$2" 2> /dev/null || return 0
 		sleep 0.2
 	done
 	diag "the hog was not full after 2 minutes"
 }
 
-# stop_hog UNIT: SIGTERM to the hog in UNIT, its process named "hog" (its
-# fillers are "hog-filler"); it stops its fillers and exits.
-stop_hog() {
-	local pid procs=$system/$1/cgroup.procs
-	[ -r "$procs" ] || return 0
+# unit_tasks UNIT: the processes in UNIT's cgroup, as TAP diagnostics:
+# pid, name, state, and the signals pending, blocked and caught.
+unit_tasks() {
+	local pid
 	while read -r pid; do
-		[ "$(cat "/proc/$pid/comm" 2> /dev/null)" != hog ] ||
-			kill -TERM "$pid" 2> /dev/null || true
+		diag "  $pid $(cat "/proc/$pid/comm" 2> /dev/null)" \
+			"$(grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigCgt):' "/proc/$pid/status" 2> /dev/null |
+				tr '\t\n' '  ')" \
+			"wchan $(cat "/proc/$pid/wchan" 2> /dev/null)"
+	done < "$system/$1/cgroup.procs"
+}
+
+# stop_hog UNIT: SIGTERM to the hog in UNIT, its process named "hog" (its
+# fillers are "hog-filler"); it stops its fillers and exits, which must
+# take less than a minute.  If it does not, what UNIT's processes are
+# doing is said, the hog is killed, and the case fails.
+stop_hog() {
+	local pid hog='' procs=$system/$1/cgroup.procs start=$SECONDS
+	[ -r "$procs" ] || { diag "$1: no cgroup, no hog to stop"; return 0; }
+	while read -r pid; do
+		[ "$(cat "/proc/$pid/comm" 2> /dev/null)" != hog ] || hog=$pid
 	done < "$procs"
+	[ -n "$hog" ] || { diag "$1: no hog (it ended before the stop)"; return 0; }
+	kill -TERM "$hog" 2> /dev/null || true
+	while [ -e "/proc/$hog" ] && [ "$SECONDS" -lt $((start + 60)) ]; do
+		sleep 0.2
+	done
+	if [ -e "/proc/$hog" ]; then
+		diag "$1: the hog ($hog) did not stop within 60 s of SIGTERM:"
+		unit_tasks "$1"
+		kill -KILL "$hog" 2> /dev/null || true
+		return 1
+	fi
+	diag "the hog stopped $((SECONDS - start)) s after SIGTERM"
+}
+
+# wait_service UNIT PID: the systemd-run --wait of UNIT (PID) ends within
+# 2 minutes; if not, what UNIT's processes are doing is said, the unit is
+# killed, and the case fails.
+wait_service() {
+	local start=$SECONDS
+	while kill -0 "$2" 2> /dev/null && [ "$SECONDS" -lt $((start + 120)) ]; do
+		sleep 0.2
+	done
+	if kill -0 "$2" 2> /dev/null; then
+		diag "$1: still running 2 minutes after its hog stopped:"
+		unit_tasks "$1"
+		run systemctl kill --signal=SIGKILL "$1" || true
+		wait "$2" || true
+		return 1
+	fi
+	wait "$2"
 }
 
 systemd_run_failfast_sees_enomem() {
@@ -243,7 +289,7 @@ systemd_run_failfast_sees_enomem() {
 	echo go > "$work/start"
 	sleep $((seconds + 1))
 	stop_hog art-run.service
-	wait "$service"
+	wait_service art-run.service "$service"
 	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
 	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
 		1 "alloc_retry_fail > 0 in the service's memory.events"
