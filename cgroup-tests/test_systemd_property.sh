@@ -212,16 +212,42 @@ wait_hog_full() {
 	diag "the hog was not full after 2 minutes"
 }
 
-# unit_tasks UNIT: the processes in UNIT's cgroup, as TAP diagnostics:
-# pid, name, state, and the signals pending, blocked and caught.
-unit_tasks() {
+# tasks PID...: each process as a TAP diagnostic: pid, name, cgroup,
+# state, the signals pending, blocked and caught, and its wait channel.
+tasks() {
 	local pid
-	while read -r pid; do
+	for pid in "$@"; do
 		diag "  $pid $(cat "/proc/$pid/comm" 2> /dev/null)" \
+			"$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2> /dev/null)" \
 			"$(grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigCgt):' "/proc/$pid/status" 2> /dev/null |
 				tr '\t\n' '  ')" \
 			"wchan $(cat "/proc/$pid/wchan" 2> /dev/null)"
-	done < "$system/$1/cgroup.procs"
+	done
+}
+
+# unit_tasks UNIT: the processes in UNIT's cgroup (tasks).
+unit_tasks() {
+	# shellcheck disable=SC2046 # a list of pids
+	tasks $(cat "$system/$1/cgroup.procs")
+}
+
+# watchdog SECONDS: in the background, if the case still runs after
+# SECONDS, every user process (tasks), wherever the case is stuck.
+# Its pid is in $watchdog (not local: the case's EXIT trap, which runs
+# after the case's function returned, kills it).  Its sleep does not
+# hold the TAP pipe open.
+watchdog() {
+	{
+		sleep "$1" > /dev/null 2>&1
+		diag "still running after $1 s; every user process:"
+		local p pids=()
+		# A kernel thread has no exe.
+		for p in /proc/[0-9]*; do
+			if [ -e "$p/exe" ]; then pids+=("${p#/proc/}"); fi
+		done
+		tasks "${pids[@]}"
+	} &
+	watchdog=$!
 }
 
 # stop_hog UNIT: SIGTERM to the hog in UNIT, its process named "hog" (its
@@ -267,9 +293,11 @@ wait_service() {
 }
 
 systemd_run_failfast_sees_enomem() {
-	# Stopped if the case failed before its hog was.
-	trap 'systemctl stop art-run.service 2> /dev/null || true; rm -rf "$work"' EXIT
 	local seconds=15 service
+	# The service stopped if the case failed before its hog was.
+	trap 'kill "$watchdog" 2> /dev/null || true
+		systemctl stop art-run.service 2> /dev/null || true; rm -rf "$work"' EXIT
+	watchdog 420
 	rm -rf "$work"
 	mkdir -p "$work"
 	: > "$work/start"
