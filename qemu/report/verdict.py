@@ -14,7 +14,8 @@ BAD_LINE = re.compile(
     # Any kmemleak line but its start: a leak, or kmemleak turning
     # itself off (it cannot allocate its own object under OOM or
     # failslab), after which its scan finds nothing.
-    r"kmemleak: (?!Kernel memory leak detector initialized|"
+    # (The kernel's lines, not the job's "job: kmemleak: scanning".)
+    r"(?:^|\] )kmemleak: (?!Kernel memory leak detector initialized|"
     r"Automatic memory scanning thread)")
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
