@@ -181,11 +181,7 @@ workloads_under_random_faults() {
 	# still there after 2 minutes is stuck, and says where.
 	for i in 0 1 2; do
 		status=0
-		for _ in $(seq 120); do
-			kill -0 "${services[$i]}" 2>/dev/null || break
-			sleep 1
-		done
-		if kill -0 "${services[$i]}" 2>/dev/null; then
+		if ! wait_for 120 ended "${services[$i]}"; then
 			diag "service ${services[$i]} stuck: $(tr '\0\n' ' |' < "/proc/${services[$i]}/stack")"
 			diag "  syscall $(cat "/proc/${services[$i]}/syscall"), state $(cut -d' ' -f3 "/proc/${services[$i]}/stat")"
 			kill -KILL "${services[$i]}"

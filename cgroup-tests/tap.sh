@@ -76,6 +76,26 @@ assert_fails() {
 	fi
 }
 
+# wait_for SECONDS COMMAND...: run COMMAND every 0.2 s until it succeeds
+# (status 0), or until SECONDS of the clock have passed (status 1).  The
+# clock, not a count of tries: on the debug kernel one try of a jq or a
+# journalctl can take a second.
+wait_for() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# ended PID: PID is no longer a process this shell can signal.  For a
+# child of this shell that is once it exited (bash reaps its children);
+# for another process, once its parent reaped it.
+ended() {
+	! kill -0 "$1" 2> /dev/null
+}
+
 # systemd_reapply VERB CGROUP: systemctl VERB (daemon-reload or
 # daemon-reexec), and wait until PID 1 has re-applied the settings of the
 # unit whose cgroup directory is CGROUP, which it does after it answers.
@@ -85,10 +105,8 @@ systemd_reapply() {
 	local verb=$1 cg=$2
 	echo 1 > "$cg/memory.oom.group"
 	run systemctl "$verb"
-	for _ in $(seq 1 200); do
-		[ "$(cat "$cg/memory.oom.group")" = 1 ] || return 0
-		sleep 0.1
-	done
+	# -v -x: a line that is not "1".
+	wait_for 20 grep -qvx 1 "$cg/memory.oom.group" && return 0
 	diag "systemctl $verb: ${cg#/sys/fs/cgroup} not re-applied after 20 s"
 	return 1
 }

@@ -116,10 +116,8 @@ scenario_observed() {
 		--collector.textfile.directory="$textfiles" \
 		> "$out/node-exporter.log" 2>&1 &
 	node_exporter_pid=$!
-	for _ in $(seq 1 60); do
-		curl -fsS "http://$listen/metrics" > /dev/null 2>&1 && break
-		sleep 1
-	done
+	wait_for 60 curl -fsS "http://$listen/metrics" > /dev/null 2>&1 ||
+		diag "nothing answers on $listen after 60 s"
 	# Ours, not another one on the port.
 	kill -0 "$node_exporter_pid" || { run cat "$out/node-exporter.log"; return 1; }
 	RUN_SCENARIOS_OBSERVER=$(cd "$(dirname "$0")" && pwd)/$(basename "$0") \

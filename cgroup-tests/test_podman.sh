@@ -169,10 +169,8 @@ failfast_at_0_sees_enomem() {
 		-- /workloads/failfast --seconds 10 \
 		--start-file /results/start --result /results/result.json
 	run pm cgroupfs exec --detach "$name" /workloads/hog --result /results/hog.json
-	for _ in $(seq 1 120); do
-		jq -e .memory_full "$dir/hog.json" > /dev/null 2>&1 && break
-		sleep 1
-	done
+	wait_for 120 jq -e .memory_full "$dir/hog.json" > /dev/null 2>&1 ||
+		diag "$name: the hog was not full after 2 minutes"
 	echo go > "$dir/start"
 	run pm cgroupfs wait "$name"
 	cp "/sys/fs/cgroup/$parent/memory.events" "$dir/memory.events"

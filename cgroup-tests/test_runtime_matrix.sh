@@ -148,12 +148,14 @@ cleanup() {
 	for cg in "$(cgroup_dir "$manager" "$id")/container" "$(cgroup_dir "$manager" "$id")"; do
 		[ -d "$cg" ] || continue
 		# Its killed processes may still be exiting.
-		for _ in $(seq 1 100); do
-			[ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] || break
-			sleep 0.1
-		done
+		wait_for 10 no_procs "$cg" || true
 		rmdir "$cg" 2>/dev/null || true
 	done
+}
+
+# no_procs CGROUP: no process in CGROUP, or no CGROUP.
+no_procs() {
+	[ -z "$(cat "$1/cgroup.procs" 2> /dev/null)" ]
 }
 
 # expected_leftovers RUNTIME MANAGER: what a failed start leaves, as

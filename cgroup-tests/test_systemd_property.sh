@@ -170,15 +170,16 @@ invalid_values_change_nothing() {
 	rm -f "$work.out"
 }
 
+# journal_grep TEXT: a line of this boot's journal has TEXT.
+journal_grep() {
+	# Not grep -q: journalctl would die of SIGPIPE, and pipefail would
+	# fail the pipeline.
+	journalctl -b -q --no-pager | grep -F -- "$1" > /dev/null
+}
+
 # journal_has TEXT: journald may lag behind PID 1.
 journal_has() {
-	for _ in $(seq 10); do
-		# Not grep -q: journalctl would die of SIGPIPE, and pipefail
-		# would fail the pipeline.
-		journalctl -b -q --no-pager | grep -F -- "$1" > /dev/null &&
-			return 0
-		sleep 1
-	done
+	wait_for 30 journal_grep "$1" && return 0
 	diag "no journal line with \"$1\""
 	return 1
 }
@@ -201,15 +202,21 @@ invalid_values_in_unit_file_are_ignored() {
 # test's assertions then say what failed; a jq can take a second there).
 wait_hog_full() {
 	local start=$SECONDS
-	while [ "$SECONDS" -lt $((start + 120)) ]; do
-		if jq -e '.memory_full' "$1" > /dev/null 2>&1; then
-			diag "the hog was full after $((SECONDS - start)) s"
-			return 0
-		fi
-		kill -0 "$2" 2> /dev/null || return 0
-		sleep 0.2
-	done
-	diag "the hog was not full after 2 minutes"
+	if ! wait_for 120 hog_full_or_ended "$1" "$2"; then
+		diag "the hog was not full after 2 minutes"
+	elif hog_full "$1"; then
+		diag "the hog was full after $((SECONDS - start)) s"
+	fi
+}
+
+# hog_full RESULT: the hog writing RESULT says its memory is full.
+hog_full() {
+	jq -e '.memory_full' "$1" > /dev/null 2>&1
+}
+
+# hog_full_or_ended RESULT PID
+hog_full_or_ended() {
+	hog_full "$1" || ended "$2"
 }
 
 # tasks PID...: each process as a TAP diagnostic: pid, name, cgroup,
@@ -262,10 +269,7 @@ stop_hog() {
 	done < "$procs"
 	[ -n "$hog" ] || { diag "$1: no hog (it ended before the stop)"; return 0; }
 	kill -TERM "$hog" 2> /dev/null || true
-	while [ -e "/proc/$hog" ] && [ "$SECONDS" -lt $((start + 60)) ]; do
-		sleep 0.2
-	done
-	if [ -e "/proc/$hog" ]; then
+	if ! wait_for 60 ended "$hog"; then
 		diag "$1: the hog ($hog) did not stop within 60 s of SIGTERM:"
 		unit_tasks "$1"
 		kill -KILL "$hog" 2> /dev/null || true
@@ -278,11 +282,7 @@ stop_hog() {
 # 2 minutes; if not, what UNIT's processes are doing is said, the unit is
 # killed, and the case fails.
 wait_service() {
-	local start=$SECONDS
-	while kill -0 "$2" 2> /dev/null && [ "$SECONDS" -lt $((start + 120)) ]; do
-		sleep 0.2
-	done
-	if kill -0 "$2" 2> /dev/null; then
+	if ! wait_for 120 ended "$2"; then
 		diag "$1: still running 2 minutes after its hog stopped:"
 		unit_tasks "$1"
 		run systemctl kill --signal=SIGKILL "$1" || true
