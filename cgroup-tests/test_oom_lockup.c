@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "cgroup_util.h"
+#include "procfs.h"
 #include "test_util.h"
 
 #define MIB		(1L << 20)
@@ -80,8 +81,15 @@
 #define REPEAT		3
 /* How often the neighbour fills its pipe with 16 pages. */
 #define NEIGHBOUR_PERIOD_US	2000
-/* A run that has not ended by then has locked up. */
+/*
+ * A run that has not ended by then has locked up: RUN_MARGIN_S short of
+ * the kernel's hung-task timeout (run_timeout_s()), so that the test ends
+ * a lockup before the detector reports its victim, blocked on the lock
+ * from the start, and RUN_TIMEOUT_S where there is no detector.
+ */
 #define RUN_TIMEOUT_S	120
+#define RUN_MARGIN_S	10
+#define HUNG_TASK_TIMEOUT "/proc/sys/kernel/hung_task_timeout_secs"
 #define SETUP_TIMEOUT_S	30
 /* Where each is when the OOM is let come: the proof of the order. */
 #define HOLDER_FRAME	"mem_cgroup_handle_over_high+"
@@ -411,6 +419,20 @@ static void scan_hit(const char *line, void *arg)
 		    strcspn(comm, " "));
 }
 
+/* How long a run may take before it counts as locked up, in seconds. */
+static int run_timeout_s(void)
+{
+	static int timeout;
+	long long hung;
+
+	if (!timeout) {
+		hung = procfs_number(HUNG_TASK_TIMEOUT);
+		timeout = hung > RUN_MARGIN_S ? hung - RUN_MARGIN_S :
+						RUN_TIMEOUT_S;
+	}
+	return timeout;
+}
+
 /*
  * Wait for the holder and the victim to end, noting when the workload's
  * first OOM kill came (memory.events, which notifies its readers).  Under
@@ -461,7 +483,7 @@ static void wait_workload(pid_t holder, pid_t victim, struct outcome *o)
 			o->end = now_s();
 			left--;
 		}
-		if (left && !o->hung && now_s() - start > RUN_TIMEOUT_S) {
+		if (left && !o->hung && now_s() - start > run_timeout_s()) {
 			o->hung = true;
 			kill(holder, SIGKILL);
 			kill(victim, SIGKILL);
@@ -602,7 +624,7 @@ static double holder_stall(const struct run *r, const struct outcome *o)
 static void holder_said(const struct outcome *o, char *buf, size_t size)
 {
 	if (o->hung)
-		snprintf(buf, size, "did not end in %d s", RUN_TIMEOUT_S);
+		snprintf(buf, size, "did not end in %d s", run_timeout_s());
 	else if (!o->holder_returned)
 		snprintf(buf, size, "%s", ending(o->holder_status));
 	else
