@@ -70,6 +70,7 @@
 #define GLOBAL_ROUND_MS	6000
 #define ROUND_CAP_MS	120000	/* a round without an OOM kill by then fails */
 #define STEP_MS		50
+#define SLOW_FILL_S	10	/* a hog's fill said if longer */
 #define WORKER_BYTES	(16 * MIB)
 #define MEMCG_MAX	"24M"
 #define MEMCG_HOG	(16 * MIB)
@@ -370,8 +371,10 @@ static void kill_all(const char *name)
 	cg_write(path, "cgroup.kill", "1");
 	for (i = 0; i < 3000 && cg_read_strstr(path, "cgroup.events", "populated 0"); i++)
 		sleep_ms(10);
-	if (i == 3000)
+	if (i == 3000) {
 		failed("%s: still populated 30 s after cgroup.kill", path);
+		cg_say_tasks(path);
+	}
 	free(path);
 }
 
@@ -391,13 +394,20 @@ static void hog_again(pid_t *pid, const char *name, size_t bytes)
 {
 	char *path;
 	int status;
+	double start;
 
 	if (*pid > 0 && waitpid(*pid, &status, WNOHANG) == 0)
 		return;
 	if (*pid > 0 && (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL))
 		failed("hog %d ended otherwise (status 0x%x)", *pid, status);
 	path = under(name);
+	start = now_s();
 	*pid = hog_start(path, bytes);
+	/* The round waits while a hog fills: say when that is long. */
+	if (now_s() - start > SLOW_FILL_S)
+		ksft_print_msg("%s: the hog %s after %.1f s\n", path,
+			       *pid > 0 ? "was full" : "died filling",
+			       now_s() - start);
 	free(path);
 }
 

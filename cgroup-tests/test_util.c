@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -526,6 +527,52 @@ char task_state(pid_t pid)
 	/* After the command, which may hold spaces and parentheses. */
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* The first @n lines of @s, joined by spaces. */
+static void first_lines(char *s, int n)
+{
+	for (; *s; s++) {
+		if (*s != '\n')
+			continue;
+		if (--n == 0) {
+			*s = '\0';
+			return;
+		}
+		*s = ' ';
+	}
+}
+
+void cg_say_tasks(const char *cgroup)
+{
+	char procs[4096], comm[64], stack[4096], *line, *save, *sub;
+	struct dirent *d;
+	DIR *dir;
+	pid_t pid;
+
+	if (cg_read(cgroup, "cgroup.procs", procs, sizeof(procs)))
+		procs[0] = '\0';
+	for (line = strtok_r(procs, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		pid = atoi(line);
+		proc_item(pid, "comm", comm, sizeof(comm));
+		if (proc_read_text(pid, false, "stack", stack, sizeof(stack)) <= 0)
+			stack[0] = '\0';
+		first_lines(stack, 4);
+		ksft_print_msg("  %s: %d (%s), state %c: %s\n", cgroup, pid,
+			       comm, task_state(pid) ?: '?', stack);
+	}
+	dir = opendir(cgroup);
+	if (!dir)
+		return;
+	while ((d = readdir(dir))) {
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		sub = cg_name(cgroup, d->d_name);
+		cg_say_tasks(sub);
+		free(sub);
+	}
+	closedir(dir);
 }
 
 bool task_in_syscall(pid_t pid, long nr, char state, const char *in,

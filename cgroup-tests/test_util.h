@@ -143,6 +143,13 @@ long vmstat(const char *key);
 char task_state(pid_t pid);
 
 /*
+ * Each process in @cgroup and the cgroups below it, as a TAP diagnostic:
+ * pid, name, state and the top of its kernel stack (root only).  For a
+ * failure that says where its tasks were.
+ */
+void cg_say_tasks(const char *cgroup);
+
+/*
  * Is @pid in system call @nr, in state @state (0: any), with @in anywhere
  * on its kernel stack and @top on top of it (/proc/@pid/stack, root
  * only)?  @seen says what /proc showed, for a message if it is not.
