@@ -394,7 +394,7 @@ static void hog_again(pid_t *pid, const char *name, size_t bytes)
 {
 	char *path;
 	int status;
-	double start;
+	double start, took;
 
 	if (*pid > 0 && waitpid(*pid, &status, WNOHANG) == 0)
 		return;
@@ -404,10 +404,10 @@ static void hog_again(pid_t *pid, const char *name, size_t bytes)
 	start = now_s();
 	*pid = hog_start(path, bytes);
 	/* The round waits while a hog fills: say when that is long. */
-	if (now_s() - start > SLOW_FILL_S)
+	took = now_s() - start;
+	if (took > SLOW_FILL_S)
 		ksft_print_msg("%s: the hog %s after %.1f s\n", path,
-			       *pid > 0 ? "was full" : "died filling",
-			       now_s() - start);
+			       *pid > 0 ? "was full" : "died filling", took);
 	free(path);
 }
 

@@ -96,6 +96,11 @@ ended() {
 	! kill -0 "$1" 2> /dev/null
 }
 
+# not_one FILE: FILE does not read "1" (or cannot be read).
+not_one() {
+	[ "$(cat "$1" 2> /dev/null)" != 1 ]
+}
+
 # systemd_reapply VERB CGROUP: systemctl VERB (daemon-reload or
 # daemon-reexec), and wait until PID 1 has re-applied the settings of the
 # unit whose cgroup directory is CGROUP, which it does after it answers.
@@ -105,8 +110,7 @@ systemd_reapply() {
 	local verb=$1 cg=$2
 	echo 1 > "$cg/memory.oom.group"
 	run systemctl "$verb"
-	# -v -x: a line that is not "1".
-	wait_for 20 grep -qvx 1 "$cg/memory.oom.group" && return 0
+	wait_for 20 not_one "$cg/memory.oom.group" && return 0
 	diag "systemctl $verb: ${cg#/sys/fs/cgroup} not re-applied after 20 s"
 	return 1
 }

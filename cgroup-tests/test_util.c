@@ -550,7 +550,8 @@ void cg_say_tasks(const char *cgroup)
 	DIR *dir;
 	pid_t pid;
 
-	if (cg_read(cgroup, "cgroup.procs", procs, sizeof(procs)))
+	/* Threads: a process whose leader exited may hold a stuck thread. */
+	if (cg_read(cgroup, "cgroup.threads", procs, sizeof(procs)))
 		procs[0] = '\0';
 	for (line = strtok_r(procs, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -558,7 +559,8 @@ void cg_say_tasks(const char *cgroup)
 		proc_item(pid, "comm", comm, sizeof(comm));
 		if (proc_read_text(pid, false, "stack", stack, sizeof(stack)) <= 0)
 			stack[0] = '\0';
-		first_lines(stack, 4);
+		/* Past the scheduler's frames, to the caller's. */
+		first_lines(stack, 8);
 		ksft_print_msg("  %s: %d (%s), state %c: %s\n", cgroup, pid,
 			       comm, task_state(pid) ?: '?', stack);
 	}
@@ -566,7 +568,8 @@ void cg_say_tasks(const char *cgroup)
 	if (!dir)
 		return;
 	while ((d = readdir(dir))) {
-		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+		if (d->d_type != DT_DIR || !strcmp(d->d_name, ".") ||
+		    !strcmp(d->d_name, ".."))
 			continue;
 		sub = cg_name(cgroup, d->d_name);
 		cg_say_tasks(sub);

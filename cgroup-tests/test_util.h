@@ -143,8 +143,8 @@ long vmstat(const char *key);
 char task_state(pid_t pid);
 
 /*
- * Each process in @cgroup and the cgroups below it, as a TAP diagnostic:
- * pid, name, state and the top of its kernel stack (root only).  For a
+ * Each thread in @cgroup and the cgroups below it, as a TAP diagnostic:
+ * tid, name, state and the top of its kernel stack (root only).  For a
  * failure that says where its tasks were.
  */
 void cg_say_tasks(const char *cgroup);
