@@ -17,8 +17,17 @@ BAD_LINE = re.compile(
     # (The kernel's lines, not the job's "job: kmemleak: scanning".)
     r"(?:^|\] )kmemleak: (?!Kernel memory leak detector initialized|"
     r"Automatic memory scanning thread)")
+# Lines of dmesg shown after the first bad line: a report's registers
+# and call trace.
+REPORT_LINES = 40
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
+
+
+def logged_at(line):
+    """A kernel log line's time stamp, in seconds; lines without one last."""
+    m = TIMESTAMP.match(line)
+    return float(m.group(0).strip("[] ")) if m else float("inf")
 
 
 class Verdict:
@@ -106,8 +115,35 @@ class Verdict:
                     "RCU stall, VM_FAULT_OOM leaked, ext4 error or kmemleak "
                     "line; dmesg holds the whole boot")
         else:
+            first = min(hits, key=logged_at)
             self.fail(f"kernel log: {len(hits)} bad lines:",
-                      sorted(hits)[:20])
+                      sorted(hits)[:20] + self.report_of(run_dir, first))
+
+    @staticmethod
+    def report_of(run_dir, bad):
+        """What the job was doing when the kernel printed @bad, and the
+        report that follows it in dmesg (its registers and stack): all a
+        run on a CI machine leaves to go on."""
+        during, report = "(no job line before it)", []
+        serial = os.path.join(run_dir, "serial.log")
+        if os.path.exists(serial):
+            with open(serial, encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    line = line.rstrip("\r\n")
+                    if line == bad:
+                        break
+                    if "job: " in line:
+                        during = line
+        dmesg = os.path.join(run_dir, "results", "dmesg.txt")
+        if os.path.exists(dmesg):
+            with open(dmesg, encoding="utf-8", errors="replace") as f:
+                lines = [line.rstrip("\r\n") for line in f]
+            if bad in lines:
+                start = lines.index(bad)
+                report = lines[start + 1:start + 1 + REPORT_LINES]
+        return [f"the first of them came after: {during}",
+                f"and {len(report)} lines of dmesg follow it:"] + \
+            [f"  {line}" for line in report]
 
     @staticmethod
     def from_boot(dmesg):
