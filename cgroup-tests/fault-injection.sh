@@ -182,8 +182,8 @@ workloads_under_random_faults() {
 	for i in 0 1 2; do
 		status=0
 		if ! wait_for 120 ended "${services[$i]}"; then
-			diag "service ${services[$i]} stuck: $(tr '\0\n' ' |' < "/proc/${services[$i]}/stack")"
-			diag "  syscall $(cat "/proc/${services[$i]}/syscall"), state $(cut -d' ' -f3 "/proc/${services[$i]}/stat")"
+			diag "service ${services[$i]} stuck:"
+			say_tasks "${services[$i]}"
 			kill -KILL "${services[$i]}"
 		fi
 		wait "${services[$i]}" || status=$?

@@ -101,6 +101,23 @@ not_one() {
 	[ "$(cat "$1" 2> /dev/null)" != 1 ]
 }
 
+# say_tasks PID...: each process as TAP diagnostics, for a wait that ran
+# out: pid, name, cgroup, state, the signals pending, blocked and caught,
+# its wait channel and system call, and the top of its kernel stack.
+say_tasks() {
+	local pid
+	for pid in "$@"; do
+		diag "  $pid $(cat "/proc/$pid/comm" 2> /dev/null)" \
+			"$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2> /dev/null)" \
+			"$(grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigCgt):' "/proc/$pid/status" 2> /dev/null |
+				tr '\t\n' '  ')" \
+			"wchan $(cat "/proc/$pid/wchan" 2> /dev/null)" \
+			"syscall $(cut -d' ' -f1 "/proc/$pid/syscall" 2> /dev/null)"
+		diag "    stack: $(head -n 8 "/proc/$pid/stack" 2> /dev/null |
+			sed 's/^\[<[0-9a-f]*>\] //' | tr '\n' ' ')"
+	done
+}
+
 # systemd_reapply VERB CGROUP: systemctl VERB (daemon-reload or
 # daemon-reexec), and wait until PID 1 has re-applied the settings of the
 # unit whose cgroup directory is CGROUP, which it does after it answers.

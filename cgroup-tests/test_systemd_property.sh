@@ -219,27 +219,14 @@ hog_full_or_ended() {
 	hog_full "$1" || ended "$2"
 }
 
-# tasks PID...: each process as a TAP diagnostic: pid, name, cgroup,
-# state, the signals pending, blocked and caught, and its wait channel.
-tasks() {
-	local pid
-	for pid in "$@"; do
-		diag "  $pid $(cat "/proc/$pid/comm" 2> /dev/null)" \
-			"$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2> /dev/null)" \
-			"$(grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigCgt):' "/proc/$pid/status" 2> /dev/null |
-				tr '\t\n' '  ')" \
-			"wchan $(cat "/proc/$pid/wchan" 2> /dev/null)"
-	done
-}
-
-# unit_tasks UNIT: the processes in UNIT's cgroup (tasks).
+# unit_tasks UNIT: the processes in UNIT's cgroup (say_tasks).
 unit_tasks() {
 	# shellcheck disable=SC2046 # a list of pids
-	tasks $(cat "$system/$1/cgroup.procs")
+	say_tasks $(cat "$system/$1/cgroup.procs")
 }
 
 # watchdog SECONDS: in the background, if the case still runs after
-# SECONDS, every user process (tasks), wherever the case is stuck.
+# SECONDS, every user process (say_tasks), wherever the case is stuck.
 # Its pid is in $watchdog (not local: the case's EXIT trap, which runs
 # after the case's function returned, kills it).  Its sleep does not
 # hold the TAP pipe open.
@@ -252,7 +239,7 @@ watchdog() {
 		for p in /proc/[0-9]*; do
 			if [ -e "$p/exe" ]; then pids+=("${p#/proc/}"); fi
 		done
-		tasks "${pids[@]}"
+		say_tasks "${pids[@]}"
 	} &
 	watchdog=$!
 }
