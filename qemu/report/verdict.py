@@ -18,8 +18,9 @@ BAD_LINE = re.compile(
     r"(?:^|\] )kmemleak: (?!Kernel memory leak detector initialized|"
     r"Automatic memory scanning thread)")
 # Lines of dmesg shown after the first bad line: a report's registers
-# and call trace.
-REPORT_LINES = 40
+# and call trace, and with softlockup_all_cpu_backtrace (qemu/run) the
+# other CPU's.
+REPORT_LINES = 80
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
 
