@@ -24,9 +24,11 @@
  *                                     MemoryAllocRetries=VALUE runs: the
  *                                     unit's property and its cgroup's
  *                                     FILE both VALUE if systemctl
- *                                     succeeded, both as before if not,
- *                                     and PID 1 still answers (n up to
- *                                     100, then steps of 3%)
+ *                                     succeeded, both as before if not
+ *                                     (both VALUE if the fault was in
+ *                                     PID 1's reply), and PID 1 still
+ *                                     answers (n up to 100, then steps
+ *                                     of 3%)
  *
  * Prints a line per call whose state was neither, and a summary: calls,
  * faults injected, calls that succeeded anyway, calls that failed (by
@@ -43,6 +45,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "test_util.h"
 
 #define MAX_N	100000
 /*
@@ -255,23 +259,96 @@ static int sweep_mkdir(const char *parent, bool remove)
 	return bad ? 1 : 0;
 }
 
-/* Run @argv, its output nowhere: its exit status, or -1. */
-static int run(char *const argv[])
+/*
+ * Run @argv, its output nowhere but the first line of its standard error,
+ * which goes to @said (if not NULL): its exit status, or -1.
+ */
+static int run(char *const argv[], char *said, size_t size)
 {
-	int status;
-	pid_t pid = fork();
+	int status, err[2] = { -1, -1 };
+	ssize_t len = 0;
+	pid_t pid;
 
+	if (said && pipe(err))
+		return -1;
+	pid = fork();
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
 
 		dup2(null, STDOUT_FILENO);
-		dup2(null, STDERR_FILENO);
+		dup2(said ? err[1] : null, STDERR_FILENO);
 		execvp(argv[0], argv);
 		_exit(127);
+	}
+	if (said) {
+		char rest[256];
+		ssize_t r;
+
+		close(err[1]);
+		if (pid > 0)
+			len = read(err[0], said, size - 1);
+		/* The rest too: a closed pipe would end it with SIGPIPE. */
+		do
+			r = read(err[0], rest, sizeof(rest));
+		while (pid > 0 && len > 0 && r > 0);
+		close(err[0]);
+		said[len > 0 ? len : 0] = '\0';
+		said[strcspn(said, "\n")] = '\0';
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct fault_stack {
+	char *frames;
+	size_t size;
+	bool in;
+};
+
+/*
+ * The functions of the injected fault's stack (fault-injection.sh sets
+ * verbose=2), from the record "FAULT_INJECTION: forcing a failure." to
+ * "</TASK>", without the fault injection's own and the unreliable ones.
+ */
+static void scan_fault(const char *rec, void *arg)
+{
+	struct fault_stack *fs = arg;
+	const char *text = strchr(rec, ';');
+	size_t used = strlen(fs->frames);
+	int len;
+
+	text = text ? text + 1 : rec;
+	if (strstr(text, "FAULT_INJECTION: forcing a failure")) {
+		fs->frames[0] = '\0';
+		fs->in = true;
+		return;
+	}
+	if (!fs->in)
+		return;
+	if (strstr(text, "</TASK>")) {
+		fs->in = false;
+		return;
+	}
+	len = strcspn(text + 1, "+");
+	if (text[0] != ' ' || text[1] == '?' || !strchr(text, '+') ||
+	    !strncmp(text + 1, "dump_stack", 10) ||
+	    !strncmp(text + 1, "should_fail", 11) ||
+	    !strncmp(text + 1, "fail_dump", 9))
+		return;
+	snprintf(fs->frames + used, fs->size - used, "%s%.*s",
+		 used ? " " : "", len, text + 1);
+}
+
+/* Where the fault was injected since kmsg_mark() gave @kmsg; closes it. */
+static void fault_frames(int kmsg, char *frames, size_t size)
+{
+	struct fault_stack fs = { frames, size, false };
+
+	frames[0] = '\0';
+	kmsg_for_each(kmsg, scan_fault, &fs);
+	if (!frames[0])
+		snprintf(frames, size, "no stack in the kernel log");
 }
 
 /* The unit's MemoryAllocRetries= as systemctl shows it, and its file's. */
@@ -331,10 +408,11 @@ static void pid1_log(void)
 static int sweep_pid1(const char *unit, const char *val, const char *file)
 {
 	char prop[256], old[256], want[256], unapplied[256], arg[64];
+	char said[256], frames[1024];
 	char *const set[] = { "systemctl", "set-property", "--runtime",
 			      (char *)unit, arg, NULL };
-	long n, warned, warnings, applied_later = 0;
-	int rc, before, nth = nth_open(1);
+	long n, warned, warnings, applied_later = 0, reply_lost = 0;
+	int rc, before, kmsg, nth = nth_open(1);
 	bool done = false, ok;
 
 	unit_state(unit, file, old, sizeof(old));
@@ -346,13 +424,31 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		if (calls && calls % 50 == 0)
 			printf("# n=%ld: %ld faults injected so far\n", n, injected);
 		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%s", val);
+		kmsg = kmsg_mark();
 		arm(nth, n);
-		rc = run(set);
+		rc = run(set, said, sizeof(said));
 		done = !fired(nth);
 		injected += !done;
+		fault_frames(kmsg, frames, sizeof(frames));
 		unit_state(unit, file, prop, sizeof(prop));
 		before = bad;
 		ok = !(done && rc) && !strcmp(prop, rc ? old : want);
+		/*
+		 * A fault in sending the reply comes after the change: PID 1
+		 * then answers with an error, the change made.  No method can
+		 * take back what it did once its reply fails; the client's
+		 * error says "not known", and reading the property tells.
+		 * Clean if the unit and its file are whole at the new value
+		 * and the fault was in a sendmsg(): the only fault of the
+		 * call, and its reply the only message that fails it.
+		 */
+		if (!ok && rc && !done && !strcmp(prop, want) &&
+		    strstr(frames, "sendmsg")) {
+			printf("# n=%ld: failed (%s) and applied, the fault in PID 1's reply: %s\n",
+			       n, said, frames);
+			ok = true;
+			reply_lost++;
+		}
 		/*
 		 * PID 1 writes a unit's cgroup files after the call has
 		 * returned, and logs a write that fails rather than failing
@@ -365,11 +461,9 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 			warnings = write_warnings(unit);
 			printf("# n=%ld: the file left to the next apply, %s\n", n,
 			       warnings > warned ? "logged" : "NOT LOGGED");
-			ok = warnings > warned && !run(set);
+			ok = warnings > warned && !run(set, NULL, 0);
 			unit_state(unit, file, prop, sizeof(prop));
 			ok = ok && !strcmp(prop, want);
-			if (!ok)
-				pid1_log();
 			warned = warnings;
 			applied_later++;
 		}
@@ -380,14 +474,18 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		tally(n, rc ? EIO : 0, ok,
 		      rc ? "unit/file changed or PID 1 is gone" :
 			   "unit/file not set or PID 1 is gone");
-		if (bad > before)
-			printf("#   unit/file: %s, was %s\n", prop, old);
+		if (bad > before) {
+			printf("#   unit/file: %s, was %s; systemctl: %s\n", prop,
+			       old, rc ? said : "ok");
+			printf("#   the fault: %s\n", done ? "none" : frames);
+			pid1_log();
+		}
 		if (!strcmp(prop, old))
 			continue;
 		/* Back to the old value, without faults. */
 		snprintf(arg, sizeof(arg), "MemoryAllocRetries=%.*s",
 			 (int)strcspn(old, "/"), old);
-		if (run(set)) {
+		if (run(set, NULL, 0)) {
 			printf("# n=%ld: cannot set %s back\n", n, arg);
 			bad++;
 			break;
@@ -397,7 +495,8 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		printf("# no end by fault %d in PID 1\n", MAX_PID1_N);
 		bad++;
 	}
-	printf("# %ld calls left the file to PID 1's next apply\n", applied_later);
+	printf("# %ld calls left the file to PID 1's next apply, %ld lost their reply\n",
+	       applied_later, reply_lost);
 	summary("systemctl set-property (faults in PID 1)");
 	return bad ? 1 : 0;
 }

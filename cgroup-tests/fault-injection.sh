@@ -110,10 +110,23 @@ sweep_cgroup_rmdir() {
 	run "$bin/fail_nth_sweep" rmdir "$top"
 }
 
+# The sweep tells where in PID 1 each fault was from the stack the kernel
+# logs with it (verbose=2), kept off the console: some 150 stacks, at the
+# serial port's pace, in PID 1's time.
 sweep_systemd_setter() {
-	local cg
+	local cg attr
 	run systemd-run --unit="$unit" -p MemoryAllocRetries=infinity sleep infinity
-	trap 'systemctl stop "$unit"' EXIT
+	# Not local: the EXIT trap runs once the function has returned.
+	read -r console _ < /proc/sys/kernel/printk
+	trap 'systemctl stop "$unit"
+		echo "$console" > /proc/sys/kernel/printk
+		for attr in failslab fail_page_alloc; do
+			echo 0 > "$debugfs/$attr/verbose"
+		done' EXIT
+	echo 4 > /proc/sys/kernel/printk
+	for attr in failslab fail_page_alloc; do
+		echo 2 > "$debugfs/$attr/verbose"
+	done
 	cg=/sys/fs/cgroup$(systemctl show -P ControlGroup "$unit")
 	run "$bin/fail_nth_sweep" pid1 "$unit" 4 "$cg/memory.alloc_retries"
 }
