@@ -85,7 +85,7 @@
 static const char *const lockup_cases[] = {
 	"test_memcg_oom_cgroup_limit_0_kills_nobody",
 	"test_memcg_oom_cgroup_limit_n_ends_without_spree",
-	"test_global_oom_cgroup_limit_0_ends_without_spree",
+	"test_global_oom_cgroup_limit_0_holder_kills_nobody",
 	"test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim",
 };
 

@@ -728,12 +728,9 @@ static bool kills_nobody(const struct run *r, const struct outcome *o)
 }
 
 /*
- * A limit of N: the holder's call fails, having invoked the OOM killer at
+ * Memcg OOM at N: the holder's call fails, having invoked the OOM killer at
  * most N times, and the killing stops at the victim: at most one kill in
- * the workload, every bystander runs on.  Under global OOM another task's
- * allocation may kill the victim first (it is everyone's first choice);
- * with a limit of 0 the holder kills nobody, and the victim lives unless
- * someone else killed it.
+ * the workload, every bystander runs on.
  */
 static bool ends_without_spree(const struct run *r, const struct outcome *o)
 {
@@ -771,6 +768,24 @@ static bool holder_fails_within_n(const struct run *r,
 				  const struct outcome *o)
 {
 	return o->set_up && !o->hung && holder_failed(o, atoi(r->policy));
+}
+
+/*
+ * Global OOM at 0: the holder's allocations never invoke the killer, its
+ * call fails with ENOMEM, which ends the lockup, and a limit set on the
+ * workload fails nothing outside it.  Tasks outside the limit still invoke
+ * the killer under global OOM: page faults are never limited, nor, without
+ * the sysctl, is anything outside the workload.  On the debug kernel,
+ * where the holder came to its OOM stage 12 to 23 s into the OOM, a page
+ * fault of systemd's killed the victim and, 4 s later, once the OOM reaper
+ * had given up on it, a page fault of this program's killed a bystander
+ * (1 run of 3; the production kernel's holder fails in about 3 s, and no
+ * run of 20 saw it).  That is the unlimited tasks' doing, as at N > 0
+ * below; what the limit guarantees is the holder's part.
+ */
+static bool holder_kills_nobody(const struct run *r, const struct outcome *o)
+{
+	return holder_fails_within_n(r, o) && contained(r, o);
 }
 
 /*
@@ -921,11 +936,11 @@ static int test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call(void)
 	return run_case(&r);
 }
 
-static int test_global_oom_cgroup_limit_0_ends_without_spree(void)
+static int test_global_oom_cgroup_limit_0_holder_kills_nobody(void)
 {
 	static const struct run r = {
 		.test = __func__, .policy = "0",
-		.repeat = COUNTED, .check = ends_without_spree,
+		.repeat = COUNTED, .check = holder_kills_nobody,
 	};
 
 	return run_case(&r);
@@ -951,11 +966,11 @@ static int test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim(voi
 	return run_case(&r);
 }
 
-static int test_global_oom_sysctl_0_ends_without_spree(void)
+static int test_global_oom_sysctl_0_holder_kills_nobody(void)
 {
 	static const struct run r = {
 		.test = __func__, .policy = "0", .via_sysctl = true,
-		.repeat = 2, .check = ends_without_spree,
+		.repeat = 2, .check = holder_kills_nobody,
 	};
 
 	return run_case(&r);
@@ -990,10 +1005,10 @@ int main(int argc, char **argv)
 		TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_nobody),
 		TEST_CASE(test_memcg_oom_cgroup_limit_n_ends_without_spree),
 		TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call),
-		TEST_CASE(test_global_oom_cgroup_limit_0_ends_without_spree),
+		TEST_CASE(test_global_oom_cgroup_limit_0_holder_kills_nobody),
 		TEST_CASE(test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim),
 		TEST_CASE(test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim),
-		TEST_CASE(test_global_oom_sysctl_0_ends_without_spree),
+		TEST_CASE(test_global_oom_sysctl_0_holder_kills_nobody),
 		TEST_CASE(test_global_oom_sysctl_n_holder_fails_within_n),
 		TEST_CASE(test_global_oom_without_limit_kills_past_the_victim),
 	};
