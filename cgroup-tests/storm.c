@@ -70,7 +70,7 @@
 #define GLOBAL_ROUND_MS	6000
 #define ROUND_CAP_MS	120000	/* a round without an OOM kill by then fails */
 #define STEP_MS		50
-#define SLOW_FILL_S	10	/* a hog's fill said if longer */
+#define SLOW_S		10	/* a round's call (a hog's fill too) said if longer */
 #define WORKER_BYTES	(16 * MIB)
 #define MEMCG_MAX	"24M"
 #define MEMCG_HOG	(16 * MIB)
@@ -405,10 +405,22 @@ static void hog_again(pid_t *pid, const char *name, size_t bytes)
 	*pid = hog_start(path, bytes);
 	/* The round waits while a hog fills: say when that is long. */
 	took = now_s() - start;
-	if (took > SLOW_FILL_S)
+	if (took > SLOW_S)
 		ksft_print_msg("%s: the hog %s after %.1f s\n", path,
 			       *pid > 0 ? "was full" : "died filling", took);
 	free(path);
+}
+
+/*
+ * A call of a round's step that took more than SLOW_S: said, as the round
+ * waited on it.  Started at @since (now_s()).
+ */
+static void say_slow(double since, const char *what)
+{
+	double took = now_s() - since;
+
+	if (took > SLOW_S)
+		ksft_print_msg("%s took %.1f s\n", what, took);
 }
 
 static void round_run(int r)
@@ -420,7 +432,7 @@ static void round_run(int r)
 	pid_t pids[8], hogs[6], global_hog = -1, mover;
 	int i, nr = 0, nr_hogs = 0, step, moves = 0;
 	long kills_before, kills, fails_before, round_ms;
-	double start;
+	double start, call;
 
 	fails_before = vmstat("alloc_retry_fail");
 	kills_before = cg_event(storm, "memory.events", "oom_kill");
@@ -455,7 +467,9 @@ static void round_run(int r)
 	start = now_s();
 	for (step = 0;; step++) {
 		round_ms = (now_s() - start) * 1000;
+		call = now_s();
 		kills = cg_event(storm, "memory.events", "oom_kill") - kills_before;
+		say_slow(call, "reading S's memory.events");
 		if (round_ms >= ROUND_CAP_MS ||
 		    (round_ms >= (memcg ? ROUND_MS : GLOBAL_ROUND_MS) && kills))
 			break;
@@ -473,17 +487,23 @@ static void round_run(int r)
 			mover = pids[nr++] = worker_start(movers[r % 2]);
 		}
 		path = under("rewritten");
+		call = now_s();
 		if (alloc_retries_set(path, rewrites[step % 4]))
 			failed("%s: memory.alloc_retries %s", path, rewrites[step % 4]);
+		say_slow(call, "rewriting memory.alloc_retries");
 		free(path);
 		dst = under(movers[(r + step + 1) % 2]->name);
+		call = now_s();
 		/* It may have been OOM-killed at max: then it stays dead. */
 		if (!cg_enter(dst, mover))
 			moves++;
 		else if (errno != ESRCH)
 			failed("moving %d to %s: %s", mover, dst, strerror(errno));
+		say_slow(call, "moving the worker");
 		free(dst);
+		call = now_s();
 		sleep_ms(STEP_MS);
+		say_slow(call, "the step's sleep");
 	}
 
 	/* The ephemeral slot goes with its tasks still allocating. */
