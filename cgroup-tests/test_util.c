@@ -545,7 +545,8 @@ static void first_lines(char *s, int n)
 
 void cg_say_tasks(const char *cgroup)
 {
-	char procs[4096], comm[64], stack[4096], *line, *save, *sub;
+	char procs[4096], comm[64], sched[128], stack[4096], *line, *save, *sub;
+	unsigned long long ran_ns, waited_ns;
 	struct dirent *d;
 	DIR *dir;
 	pid_t pid;
@@ -561,8 +562,15 @@ void cg_say_tasks(const char *cgroup)
 			stack[0] = '\0';
 		/* Past the scheduler's frames, to the caller's. */
 		first_lines(stack, 8);
-		ksft_print_msg("  %s: %d (%s), state %c: %s\n", cgroup, pid,
-			       comm, task_state(pid) ?: '?', stack);
+		/* A task runnable for long that waited as long was starved. */
+		proc_item(pid, "schedstat", sched, sizeof(sched));
+		if (sscanf(sched, "%llu %llu", &ran_ns, &waited_ns) != 2) {
+			ran_ns = 0;
+			waited_ns = 0;
+		}
+		ksft_print_msg("  %s: %d (%s), state %c, on a CPU %.1f s, runnable and waiting %.1f s: %s\n",
+			       cgroup, pid, comm, task_state(pid) ?: '?',
+			       ran_ns / 1e9, waited_ns / 1e9, stack);
 	}
 	dir = opendir(cgroup);
 	if (!dir)

@@ -144,8 +144,9 @@ char task_state(pid_t pid);
 
 /*
  * Each thread in @cgroup and the cgroups below it, as a TAP diagnostic:
- * tid, name, state and the top of its kernel stack (root only).  For a
- * failure that says where its tasks were.
+ * tid, name, state, its time on a CPU and waiting for one (schedstat),
+ * and the top of its kernel stack (root only).  For a failure that says
+ * where its tasks were.
  */
 void cg_say_tasks(const char *cgroup);
 
