@@ -269,11 +269,14 @@ static int run(char *const argv[], char *said, size_t size)
 	ssize_t len = 0;
 	pid_t pid;
 
-	if (said && pipe(err))
+	if (said)
+		said[0] = '\0';
+	/* Close-on-exec: nor the pipe nor this program's fds go to @argv. */
+	if (said && pipe2(err, O_CLOEXEC))
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 		dup2(null, STDOUT_FILENO);
 		dup2(said ? err[1] : null, STDERR_FILENO);
@@ -287,7 +290,7 @@ static int run(char *const argv[], char *said, size_t size)
 		close(err[1]);
 		if (pid > 0)
 			len = read(err[0], said, size - 1);
-		/* The rest too: a closed pipe would end it with SIGPIPE. */
+		/* The rest too: a full pipe would hold it up. */
 		do
 			r = read(err[0], rest, sizeof(rest));
 		while (pid > 0 && len > 0 && r > 0);
@@ -439,20 +442,22 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		 * take back what it did once its reply fails; the client's
 		 * error says "not known", and reading the property tells.
 		 * Clean if the unit and its file are whole at the new value
-		 * and the fault was in a sendmsg(): the only fault of the
-		 * call, and its reply the only message that fails it.
+		 * and the fault was in a sendmsg() on a stream socket (the
+		 * reply's: journald's and sd_notify's are datagrams).  A
+		 * fault in a __GFP_NOWARN allocation (an skb's data) logs no
+		 * stack: such a call stays unclean, and says so.
 		 */
 		if (!ok && rc && !done && !strcmp(prop, want) &&
-		    strstr(frames, "sendmsg")) {
+		    strstr(frames, "unix_stream_sendmsg")) {
 			printf("# n=%ld: failed (%s) and applied, the fault in PID 1's reply: %s\n",
 			       n, said, frames);
 			ok = true;
 			reply_lost++;
 		}
 		/*
-		 * PID 1 writes a unit's cgroup files after the call has
-		 * returned, and logs a write that fails rather than failing
-		 * the call, as it does for every cgroup attribute: the
+		 * PID 1 writes a unit's cgroup files as it commits the call
+		 * or later, from its queue, and logs a write that fails
+		 * rather than failing the call, as it does for every cgroup attribute: the
 		 * property then holds the value and the file the old one.
 		 * That is clean if PID 1 said so, and its next apply (the
 		 * same call, without faults) writes the file.

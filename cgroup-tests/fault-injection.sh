@@ -50,7 +50,7 @@ fault_handler_range() {
 
 # Every slab and page allocation may be chosen, those that may sleep too,
 # order 0 up, but those of the page-fault handler; no log line per
-# injected fault (the sweeps count them).  The range also keeps fail-nth
+# injected fault (the sweeps count them), but in the PID 1 sweep.  The range also keeps fail-nth
 # off the faults of a system call's copy from user memory (EFAULT, not a
 # path of the series) and of PID 1's own memory.
 read -r -a fault_handler < <(fault_handler_range)
@@ -118,11 +118,13 @@ sweep_systemd_setter() {
 	run systemd-run --unit="$unit" -p MemoryAllocRetries=infinity sleep infinity
 	# Not local: the EXIT trap runs once the function has returned.
 	read -r console _ < /proc/sys/kernel/printk
-	trap 'systemctl stop "$unit"
-		echo "$console" > /proc/sys/kernel/printk
+	# The console and verbose first: a stop that fails (a PID 1 the sweep
+	# broke) ends the trap under set -e.
+	trap 'echo "$console" > /proc/sys/kernel/printk
 		for attr in failslab fail_page_alloc; do
 			echo 0 > "$debugfs/$attr/verbose"
-		done' EXIT
+		done
+		systemctl stop "$unit"' EXIT
 	echo 4 > /proc/sys/kernel/printk
 	for attr in failslab fail_page_alloc; do
 		echo 2 > "$debugfs/$attr/verbose"
