@@ -27,8 +27,8 @@ TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
 
 def logged_at(line):
     """A kernel log line's time stamp, in seconds; lines without one last."""
-    m = TIMESTAMP.match(line)
-    return float(m.group(0).strip("[] ")) if m else float("inf")
+    m = re.match(r"^\[ *([0-9]+\.[0-9]+)\] ", line)
+    return float(m.group(1)) if m else float("inf")
 
 
 class Verdict:
@@ -125,16 +125,18 @@ class Verdict:
         """What the job was doing when the kernel printed @bad, and the
         report that follows it in dmesg (its registers and stack): all a
         run on a CI machine leaves to go on."""
-        during, report = "(no job line before it)", []
+        during, report = "(not on the console: a line below its level)", []
         serial = os.path.join(run_dir, "serial.log")
         if os.path.exists(serial):
+            last = "(no job line before it)"
             with open(serial, encoding="utf-8", errors="replace") as f:
                 for line in f:
                     line = line.rstrip("\r\n")
                     if line == bad:
+                        during = last
                         break
                     if "job: " in line:
-                        during = line
+                        last = line
         dmesg = os.path.join(run_dir, "results", "dmesg.txt")
         if os.path.exists(dmesg):
             with open(dmesg, encoding="utf-8", errors="replace") as f:
