@@ -481,10 +481,12 @@ static void round_run(int r)
 			hog_again(&global_hog, "hog", hog_bytes_for_pressure());
 		/* The workers come once the hogs hold their memory. */
 		if (step == 0) {
+			call = now_s();
 			for (i = 0; i < 4; i++)
 				pids[nr++] = worker_start(slot_work[i]);
 			pids[nr++] = worker_start(eph_work);
 			mover = pids[nr++] = worker_start(movers[r % 2]);
+			say_slow(call, "starting the workers");
 		}
 		path = under("rewritten");
 		call = now_s();
@@ -507,12 +509,14 @@ static void round_run(int r)
 	}
 
 	/* The ephemeral slot goes with its tasks still allocating. */
+	call = now_s();
 	kill_all(eph);
 	watched_read(eph_work);
 	watched_read(eph_work + 1);
 	wait_all(pids, nr);
 	wait_all(hogs, nr_hogs);
 	wait_all(&global_hog, 1);
+	say_slow(call, "ending the round's tasks");
 	destroy(work);
 	snprintf(hogcg, sizeof(hogcg), "%s/hog", eph);
 	destroy(hogcg);
