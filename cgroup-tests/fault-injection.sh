@@ -48,11 +48,12 @@ fault_handler_range() {
 		awk '{ printf "0x%s%s", $1, NR == 1 ? " " : "\n" }'
 }
 
-# Every slab and page allocation may be chosen, those that may sleep too,
-# order 0 up, but those of the page-fault handler; no log line per
-# injected fault (the sweeps count them), but in the PID 1 sweep.  The range also keeps fail-nth
-# off the faults of a system call's copy from user memory (EFAULT, not a
-# path of the series) and of PID 1's own memory.
+# Every slab and page allocation may be chosen, those that may sleep
+# too, order 0 up, but those of the page-fault handler; no log line per
+# injected fault (the sweeps count them), but in the PID 1 sweep.  The
+# range also keeps fail-nth off the faults of a system call's copy from
+# user memory (EFAULT, not a path of the series) and of PID 1's own
+# memory.
 read -r -a fault_handler < <(fault_handler_range)
 if [ "${#fault_handler[@]}" != 2 ]; then
 	echo "Bail out! no exc_page_fault in /proc/kallsyms"
