@@ -160,6 +160,8 @@ check: kernel image progs containers ## boot the guest, run TESTS, print N passe
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
 	@qemu/checks/lint $(KSRC) > $(BUILD)/check/host/static.tap
+	@echo "check: the verdict's reading of a soft lockup against the host's record"
+	@qemu/checks/host-stall > $(BUILD)/check/host/host-stall.tap
 	@echo "check: systemd unit tests on the host"
 	@qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"

@@ -1,6 +1,8 @@
 """The host's verdict on a guest run: TAP results, the runner's status and
 the kernel log, a PASS/FAIL line each, then "N passed, N failed"."""
 
+import bisect
+import json
 import os
 import re
 
@@ -21,6 +23,14 @@ BAD_LINE = re.compile(
 # and call trace, and with softlockup_all_cpu_backtrace (qemu/run) the
 # other CPU's.
 REPORT_LINES = 80
+SOFT_LOCKUP = re.compile(r"^\[ *([0-9]+\.[0-9]+)\] watchdog: BUG: soft lockup "
+                         r"- CPU#([0-9]+) stuck for ([0-9]+)s!")
+# A CPU the host stopped for F seconds is reported stuck for at most F + 4
+# (the watchdog checks every 4 s: watchdog_thresh 10 * 2 / 5; its seconds
+# are 2^30 ns, a little longer), and the host's samples (qemu/host-sampler)
+# are a second apart: a host stall explains a report of S seconds only if
+# it lasted S - 6 s or more.
+HOST_SLACK = 6
 RESULT = re.compile(r"^(not )?ok [0-9]")
 TIMESTAMP = re.compile(r"^\[[ 0-9.]*\] ")
 
@@ -31,13 +41,85 @@ def logged_at(line):
     return float(m.group(1)) if m else float("inf")
 
 
+def host_record(run_dir):
+    """qemu/host-sampler's samples of the run, and the host's time of the
+    guest's clock's zero: the earliest that any time-stamped console line
+    could have been printed, given when it had reached the host."""
+    path = os.path.join(run_dir, "host.log")
+    if not os.path.exists(path):
+        return [], None
+    samples = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                samples.append(json.loads(line))
+            except ValueError:
+                pass  # the last line, cut short when qemu/run stopped it
+    sizes = [sample["serial"] for sample in samples]
+    zero, end = None, 0
+    with open(os.path.join(run_dir, "serial.log"), "rb") as f:
+        for raw in f:
+            end += len(raw)
+            i = bisect.bisect_left(sizes, end)
+            stamp = logged_at(raw.decode("utf-8", "replace"))
+            if i < len(samples) and stamp != float("inf"):
+                arrived = samples[i]["t"] - stamp
+                zero = arrived if zero is None else min(zero, arrived)
+    return samples, zero
+
+
+def host_stall(run_dir, line):
+    """Whether the host stopped the CPU that the soft lockup report @line
+    names for about as long as the report says (all but HOST_SLACK), and
+    the host's record of it.  A CPU stuck in a loop of the guest's kernel
+    keeps its vCPU thread on a host CPU.  A vCPU thread off the host's
+    CPUs (starved, or asleep on QEMU's big lock or on the host's I/O), or
+    a host that stopped altogether, stopped the guest's CPU itself."""
+    samples, zero = host_record(run_dir)
+    if not samples or zero is None:
+        return False, "no host record (host.log) to weigh it against"
+    m = SOFT_LOCKUP.search(line)
+    at, cpu, stuck = float(m.group(1)), m.group(2), int(m.group(3))
+    times = [sample["t"] for sample in samples]
+    first = max(bisect.bisect_right(times, zero + at - stuck) - 1, 0)
+    last = min(bisect.bisect_left(times, zero + at), len(samples) - 1)
+    # Single-threaded TCG (after the int3 race) runs every vCPU on one
+    # thread: its time is all CPUs', which can only fail the run.
+    names = (f"CPU {cpu}/TCG", "ALL CPUs/TCG")
+    vcpu = next((tid for tid, thread in samples[first]["threads"].items()
+                 if thread[0] in names), None)
+    if last <= first or vcpu is None or \
+            vcpu not in samples[last]["threads"]:
+        return False, ("the host's record does not cover it (no thread of "
+                       f"CPU {cpu} at both ends of its window)")
+    span = times[last] - times[first]
+    on_cpu, waiting, user, system = (
+        b - a for a, b in zip(samples[first]["threads"][vcpu][2:],
+                              samples[last]["threads"][vcpu][2:]))
+    states = "".join(sorted({sample["threads"].get(vcpu, "??")[1]
+                             for sample in samples[first:last + 1]}))
+    # A sleep of a second that took longer, not spent waiting for a CPU:
+    # the host as a whole did not run.  (A vCPU thread that was running
+    # when it stopped may be charged the gap as time on a CPU.)
+    frozen = max(sample["slept"] - 1 - sample["delay"]
+                 for sample in samples[first + 1:last + 1])
+    stopped = max(span - on_cpu, frozen)
+    return stopped >= stuck - HOST_SLACK, (
+        f"over those {span:.0f} s the host had CPU {cpu}'s vCPU thread on "
+        f"a CPU {on_cpu:.1f} s ({user:.1f} s user, {system:.1f} s system; "
+        f"runnable but waiting {waiting:.1f} s; states {states}), and "
+        f"stopped altogether for {max(frozen, 0):.1f} s at most")
+
+
 class Verdict:
     def __init__(self):
         self.passed = self.failed = 0
 
-    def ok(self, text):
+    def ok(self, text, detail=()):
         self.passed += 1
         print(f"PASS {text}")
+        for line in detail:
+            print(f"    {line}")
 
     def fail(self, text, detail=()):
         self.failed += 1
@@ -107,18 +189,33 @@ class Verdict:
         dmesg = os.path.join(results, "dmesg.txt")
         if not os.path.exists(dmesg) or not os.path.getsize(dmesg):
             self.fail("kernel log: the guest's dmesg is missing")
-        elif not self.from_boot(dmesg):
+            return
+        if not self.from_boot(dmesg):
             # The lines below the console's loglevel are only in dmesg.
             self.fail(f"kernel log: {dmesg} does not begin with the boot: "
                       "the log buffer wrapped (qemu/run's log_buf_len)")
-        elif not hits:
-            self.ok("kernel log: no WARN, BUG, oops, hung task, soft lockup, "
-                    "RCU stall, VM_FAULT_OOM leaked, ext4 error or kmemleak "
-                    "line; dmesg holds the whole boot")
+            return
+        # A soft lockup report of a CPU that the host's record shows the
+        # host stopped is not the kernel's (qemu/host-sampler): said, with
+        # that record, and so is the record for every other one.
+        stalls = {line: host_stall(run_dir, line) for line in hits
+                  if SOFT_LOCKUP.search(line)}
+        weighed = [f"{line}: {record}"
+                   for line, (_, record) in sorted(stalls.items())]
+        bad = hits - {line for line, (caused, _) in stalls.items() if caused}
+        clean = ("no WARN, BUG, oops, hung task, soft lockup, RCU stall, "
+                 "VM_FAULT_OOM leaked, ext4 error or kmemleak line; dmesg "
+                 "holds the whole boot")
+        if not hits:
+            self.ok(f"kernel log: {clean}")
+        elif not bad:
+            self.ok(f"kernel log: {clean}, but for {len(hits)} soft lockup "
+                    "reports of CPUs the host stopped:", weighed)
         else:
-            first = min(hits, key=logged_at)
-            self.fail(f"kernel log: {len(hits)} bad lines:",
-                      sorted(hits)[:20] + self.report_of(run_dir, first))
+            first = min(bad, key=logged_at)
+            self.fail(f"kernel log: {len(bad)} bad lines:",
+                      sorted(bad)[:20] + weighed +
+                      self.report_of(run_dir, first))
 
     @staticmethod
     def report_of(run_dir, bad):
