@@ -458,9 +458,9 @@ static int sweep_pid1(const char *unit, const char *val, const char *file)
 		 * PID 1 writes a unit's cgroup files as it commits the call
 		 * or later, from its queue, and logs a write that fails
 		 * rather than failing the call, as it does for every cgroup
-		 * attribute: the property then holds the value and the file the old one.
-		 * That is clean if PID 1 said so, and its next apply (the
-		 * same call, without faults) writes the file.
+		 * attribute: the property then holds the value and the file
+		 * the old one.  That is clean if PID 1 said so, and its next
+		 * apply (the same call, without faults) writes the file.
 		 */
 		if (!ok && !rc && !strcmp(prop, unapplied)) {
 			warnings = write_warnings(unit);
