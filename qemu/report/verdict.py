@@ -68,6 +68,71 @@ def host_record(run_dir):
     return samples, zero
 
 
+def symbols(run_dir):
+    """Where the guest's kernel text lay in the run, as a function from
+    an address to "function+0xoff": qemu/run's copy of the kernel's
+    System.map, moved by the KASLR offset that the job's first line
+    gives (text=)."""
+    path = os.path.join(run_dir, "System.map")
+    serial = os.path.join(run_dir, "serial.log")
+    base = None
+    if os.path.exists(serial):
+        with open(serial, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                m = re.search(r"^job: start .* text=([0-9a-f]+)", line)
+                if m:
+                    base = int(m.group(1), 16)
+                    break
+    if base is None or not os.path.exists(path):
+        return lambda addr: addr
+    names, starts = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            addr, kind, name = line.split()[:3]
+            if kind in "tT":
+                starts.append(int(addr, 16))
+                names.append(name)
+            elif name == "_text":
+                text = int(addr, 16)
+    order = sorted(range(len(starts)), key=starts.__getitem__)
+    starts = [starts[i] for i in order]
+    names = [names[i] for i in order]
+    offset = base - text
+
+    def name(addr):
+        a = int(addr, 16) - offset
+        i = bisect.bisect_right(starts, a) - 1
+        return f"{names[i]}+{a - starts[i]:#x}" if i >= 0 else addr
+    return name
+
+
+def vcpu_samples(run_dir, samples, cpu):
+    """What qemu/host-sampler's monitor samples say of guest CPU @cpu over
+    @samples: where it was, each function with its count, and the
+    functions its sampled stacks held most often."""
+    name = symbols(run_dir)
+    where, stack = {}, {}
+    for sample in samples:
+        vcpu = sample.get("vcpus", {}).get(str(cpu))
+        if not vcpu:
+            continue
+        rip, cpl, hlt = vcpu[:3]
+        at = "idle" if hlt else "user" if cpl else \
+            name(rip).split("+")[0]
+        where[at] = where.get(at, 0) + 1
+        for addr in (vcpu[5] if len(vcpu) > 5 else []):
+            func = name(addr).split("+")[0]
+            stack[func] = stack.get(func, 0) + 1
+    if not where:
+        return "no monitor samples of it"
+    top = sorted(stack.items(), key=lambda kv: -kv[1])[:12]
+    return (f"{sum(where.values())} monitor samples of guest CPU {cpu}: " +
+            ", ".join(f"{k} {v}" for k, v in
+                      sorted(where.items(), key=lambda kv: -kv[1])) +
+            "; on its sampled stacks: " +
+            (", ".join(f"{k} {v}" for k, v in top) or "nothing"))
+
+
 def host_stall(run_dir, line):
     """Whether the host stopped the CPU that the soft lockup report @line
     names for about as long as the report says (all but HOST_SLACK), and
@@ -94,8 +159,8 @@ def host_stall(run_dir, line):
                        f"CPU {cpu} at both ends of its window)")
     span = times[last] - times[first]
     on_cpu, waiting, user, system = (
-        b - a for a, b in zip(samples[first]["threads"][vcpu][2:],
-                              samples[last]["threads"][vcpu][2:]))
+        b - a for a, b in zip(samples[first]["threads"][vcpu][2:6],
+                              samples[last]["threads"][vcpu][2:6]))
     states = "".join(sorted({sample["threads"].get(vcpu, "??")[1]
                              for sample in samples[first:last + 1]}))
     # A sleep of a second that took longer, not spent waiting for a CPU:
@@ -103,12 +168,22 @@ def host_stall(run_dir, line):
     # when it stopped may be charged the gap as time on a CPU.)
     frozen = max(sample["slept"] - 1 - sample["delay"]
                  for sample in samples[first + 1:last + 1])
-    stopped = max(span - on_cpu, frozen)
+    # The host CPU the vCPU thread was on, gone (its own host stopped
+    # it): a gap is counted by the sample after it, and the report comes
+    # as the CPU resumes, so the window runs two samples past it.
+    gone = 0.0
+    for sample in samples[first + 1:last + 3]:
+        thread = sample["threads"].get(vcpu)
+        if thread and len(thread) > 6 and "gone" in sample:
+            gone += sample["gone"].get(str(thread[6]), 0.0)
+    stopped = max(span - on_cpu, frozen, gone)
     return stopped >= stuck - HOST_SLACK, (
         f"over those {span:.0f} s the host had CPU {cpu}'s vCPU thread on "
         f"a CPU {on_cpu:.1f} s ({user:.1f} s user, {system:.1f} s system; "
-        f"runnable but waiting {waiting:.1f} s; states {states}), and "
-        f"stopped altogether for {max(frozen, 0):.1f} s at most")
+        f"runnable but waiting {waiting:.1f} s; states {states}); the host "
+        f"CPUs it was on were gone {gone:.1f} s, the host stopped "
+        f"altogether for {max(frozen, 0):.1f} s at most; "
+        f"{vcpu_samples(run_dir, samples[first:last + 1], cpu)}")
 
 
 class Verdict:
