@@ -63,8 +63,12 @@ $(error ACCEL must be "auto" (KVM if a probe boot works, else TCG) or "tcg", not
 endif
 export ACCEL
 export ACCEL_CACHE := $(BUILD)/accel
+# Each step's time (qemu/timed), for make check's timing table: make
+# check starts the file, every step adds its line.
+export TIMES := $(BUILD)/times.tsv
+TIMED := qemu/timed
 
-.PHONY: all check check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-start check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -72,13 +76,13 @@ help: ## this list
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/make \1\t\2/p' Makefile
 
 deps: ## install missing host packages (apt-get)
-	@qemu/build/install-deps
+	@$(TIMED) deps qemu/build/install-deps
 
 kernel-source: deps ## unpack linux-source-6.12 and apply patches/linux/
-	@qemu/build/kernel-source
+	@$(TIMED) kernel-source qemu/build/kernel-source
 
 kernel: kernel-source ## build the patched kernel's bzImage
-	@qemu/build/kernel
+	@$(TIMED) kernel qemu/build/kernel
 
 # Needs only the tree: a cold make check-debug does not build the other
 # kernel.
@@ -86,19 +90,19 @@ kernel-debug: kernel-source ## the same with lockdep, KASAN, kmemleak and the ot
 	@qemu/build/kernel debug
 
 $(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
-	@qemu/build/rootfs $(ROOTFS)
+	@$(TIMED) rootfs qemu/build/rootfs $(ROOTFS)
 	@touch $@
 
 rootfs: $(ROOTFS)/.done ## the cached Debian bookworm tree
 
 # Always run; it rewrites $(SYSTEMD_SUM) only when the stage changed.
 $(SYSTEMD_SUM): $(ROOTFS)/.done FORCE
-	@qemu/build/systemd $(ROOTFS)
+	@$(TIMED) systemd qemu/build/systemd $(ROOTFS)
 
 systemd: $(SYSTEMD_SUM) ## fetch Debian's systemd source, apply patches/systemd/, build PID 1, systemctl, systemd-run
 
 $(IMAGE): $(ROOTFS)/.done $(SYSTEMD_SUM) qemu/build/image $(shell find qemu/guest/root -type f)
-	@qemu/build/image $(ROOTFS) $(BUILD)/systemd/stage $@
+	@$(TIMED) image qemu/build/image $(ROOTFS) $(BUILD)/systemd/stage $@
 
 image: $(IMAGE) ## the guest root disk
 
@@ -106,8 +110,8 @@ image: $(IMAGE) ## the guest root disk
 # harness; the series' own kselftests are built by their Makefile in that
 # tree.
 progs: kernel-source ## the guest programs in cgroup-tests/, the series' cgroup kselftests and the tree's own
-	@$(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
-	@mkdir -p $(PROGS) && $(MAKE) -s -C $(KSELFTEST_DIR) OUTPUT=$(PROGS) \
+	@$(TIMED) progs $(MAKE) -s -C cgroup-tests KSRC=$(KSRC) O=$(PROGS)
+	@mkdir -p $(PROGS) && $(TIMED) kselftests $(MAKE) -s -C $(KSELFTEST_DIR) OUTPUT=$(PROGS) \
 		$(addprefix $(PROGS)/,$(KSELFTESTS) $(UPSTREAM_SELFTESTS))
 
 # Each prefix of the series must build: the bisectability of the series.
@@ -118,7 +122,7 @@ bisect: deps ## build the kernel at every patch of the series, then the whole se
 	done
 
 containers: deps ## the container workloads, bundle template and scenario runner
-	@$(MAKE) -s -C container-images O=$(CONTAINERS)
+	@$(TIMED) containers $(MAKE) -s -C container-images O=$(CONTAINERS)
 
 lint: kernel-source ## checkpatch --strict and shellcheck, as TAP
 	@qemu/checks/lint $(KSRC)
@@ -139,7 +143,7 @@ fastpath: kernel ## compare the fast paths' machine code with the unpatched tree
 define boot
 	@rm -rf $(2) && mkdir -p $(2)/host
 	@qemu/build/job-disk $(2)/job.img $(1) $(PROGS) $(CONTAINERS) $(3)
-	@DATA_DISK=$(5) qemu/run $(or $(4),$(BZIMAGE)) $(IMAGE) $(2)/job.img $(2) || true
+	@DATA_DISK=$(5) $(TIMED) guest qemu/run $(or $(4),$(BZIMAGE)) $(IMAGE) $(2)/job.img $(2) || true
 endef
 
 # storm_boots DIR KERNEL: the storm (cgroup-tests/storm.c) with its writer
@@ -155,16 +159,21 @@ endef
 # test_oom_lockup runs each of its cases several times: about 8 min.
 check: export TEST_TIMEOUT = 1200
 check: export RUN_TIMEOUT = 2400
-check: kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
+check: check-start kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
-	@qemu/checks/lint $(KSRC) > $(BUILD)/check/host/static.tap
+	@$(TIMED) lint qemu/checks/lint $(KSRC) > $(BUILD)/check/host/static.tap
 	@echo "check: the verdict's reading of a soft lockup against the host's record"
-	@qemu/checks/host-stall > $(BUILD)/check/host/host-stall.tap
+	@$(TIMED) host-stall qemu/checks/host-stall > $(BUILD)/check/host/host-stall.tap
 	@echo "check: systemd unit tests on the host"
-	@qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
+	@$(TIMED) systemd-unit-tests qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
+	@cp $(TIMES) $(BUILD)/check/times.tsv
 	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
+
+# The start of make check's timing table: before any of its steps.
+check-start:
+	@mkdir -p $(BUILD) && printf 'start\t%s\n' "$$(date +%s)" > $(TIMES)
 
 # The same tests and the storm on the debug kernel, which runs them
 # several times slower, in a guest with as much usable memory as make

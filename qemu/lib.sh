@@ -60,8 +60,15 @@ build_with_progress() {
 # so does any kernel tree laid out as SRC/../linux beside OBJ/../kernel-obj
 # (the objects' directory is where the compiler runs: a source path
 # becomes ../linux/... in either).
+#
+# Depend mode: on a miss ccache takes the headers from the compiler's own
+# dependency file (kbuild's -Wp,-MMD, meson's -MD) instead of running the
+# preprocessor first; in direct mode a miss costs that extra run, about a
+# quarter more CPU per kernel file (mm/page_alloc.c: 3.47 s against 2.71
+# s, the plain compiler 2.88 s), which a cold build pays on every file.
 ccache_relative_to() {
-	export CCACHE_BASEDIR=$1 CCACHE_IGNOREOPTIONS='-fmacro-prefix-map=*'
+	export CCACHE_BASEDIR=$1 CCACHE_IGNOREOPTIONS='-fmacro-prefix-map=*' \
+		CCACHE_DEPEND=1
 }
 
 kbuild_progress() {

@@ -15,7 +15,7 @@ REGION = re.compile(r"(<!-- make readme: ([a-z]+) -->\n).*?"
 
 # The files with regions, and the regions each must have.
 FILES = {
-    "README.md": ("containers", "lockup", "bench"),
+    "README.md": ("containers", "lockup", "bench", "timings"),
     os.path.join("Documentation", "containers.md"): ("leftovers",),
 }
 
@@ -102,6 +102,8 @@ def update(top, demo_dir, bench_dir, check_dir):
         "bench": lambda: read(os.path.join(bench_dir, "bench.md"),
                               "make bench"),
         "leftovers": lambda: leftovers(check_dir),
+        "timings": lambda: read(os.path.join(check_dir, "timings.md"),
+                                "make check"),
     }
     png = os.path.join(report, "latency.png")
     failed = False

@@ -72,7 +72,7 @@ def symbols(run_dir):
     """Where the guest's kernel text lay in the run, as a function from
     an address to "function+0xoff": qemu/run's copy of the kernel's
     System.map, moved by the KASLR offset that the job's first line
-    gives (text=)."""
+    gives (text=).  Without them, every address stands for itself."""
     path = os.path.join(run_dir, "System.map")
     serial = os.path.join(run_dir, "serial.log")
     base = None
@@ -85,24 +85,29 @@ def symbols(run_dir):
                     break
     if base is None or not os.path.exists(path):
         return lambda addr: addr
-    names, starts = [], []
+    names, starts, text, etext = [], [], base, 1 << 64
     with open(path, encoding="utf-8") as f:
         for line in f:
             addr, kind, name = line.split()[:3]
+            if name == "_text":
+                text = int(addr, 16)
+            elif name == "_etext":
+                etext = int(addr, 16)
             if kind in "tT":
                 starts.append(int(addr, 16))
                 names.append(name)
-            elif name == "_text":
-                text = int(addr, 16)
     order = sorted(range(len(starts)), key=starts.__getitem__)
     starts = [starts[i] for i in order]
     names = [names[i] for i in order]
     offset = base - text
 
     def name(addr):
+        """None for an address outside the kernel's text: a sampled
+        stack holds data pointers too."""
         a = int(addr, 16) - offset
         i = bisect.bisect_right(starts, a) - 1
-        return f"{names[i]}+{a - starts[i]:#x}" if i >= 0 else addr
+        return f"{names[i]}+{a - starts[i]:#x}" if 0 <= i and a < etext \
+            else None
     return name
 
 
@@ -118,11 +123,13 @@ def vcpu_samples(run_dir, samples, cpu):
             continue
         rip, cpl, hlt = vcpu[:3]
         at = "idle" if hlt else "user" if cpl else \
-            name(rip).split("+")[0]
+            (name(rip) or rip).split("+")[0]
         where[at] = where.get(at, 0) + 1
         for addr in (vcpu[5] if len(vcpu) > 5 else []):
-            func = name(addr).split("+")[0]
-            stack[func] = stack.get(func, 0) + 1
+            func = name(addr)
+            if func:
+                func = func.split("+")[0]
+                stack[func] = stack.get(func, 0) + 1
     if not where:
         return "no monitor samples of it"
     top = sorted(stack.items(), key=lambda kv: -kv[1])[:12]
