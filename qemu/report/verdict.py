@@ -184,12 +184,19 @@ def host_stall(run_dir, line):
         if thread and len(thread) > 6 and "gone" in sample:
             gone += sample["gone"].get(str(thread[6]), 0.0)
     stopped = max(span - on_cpu, frozen, gone)
+    # TCG's own work in the window: a write to guest memory that code was
+    # translated from invalidates those translations, one by one.
+    jit = [sample["jit"] for sample in samples[first:last + 1]
+           if sample.get("jit") and None not in sample["jit"]]
+    tcg = (f"TCG invalidated {jit[-1][2] - jit[0][2]} translated blocks "
+           f"and flushed them all {jit[-1][1] - jit[0][1]} times in it; "
+           if len(jit) > 1 else "")
     return stopped >= stuck - HOST_SLACK, (
         f"over those {span:.0f} s the host had CPU {cpu}'s vCPU thread on "
         f"a CPU {on_cpu:.1f} s ({user:.1f} s user, {system:.1f} s system; "
         f"runnable but waiting {waiting:.1f} s; states {states}); the host "
         f"CPUs it was on were gone {gone:.1f} s, the host stopped "
-        f"altogether for {max(frozen, 0):.1f} s at most; "
+        f"altogether for {max(frozen, 0):.1f} s at most; {tcg}"
         f"{vcpu_samples(run_dir, samples[first:last + 1], cpu)}")
 
 
