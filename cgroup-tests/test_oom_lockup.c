@@ -296,6 +296,27 @@ static int neighbour_main(const char *cgroup, void *arg)
 }
 
 /*
+ * How much the holder's fallocate() asks for.  On a kernel without the
+ * series (qemu/repro-clear-page runs the global case at 0 there too,
+ * with ALLOC_LOCKUP_STOCK set) no limit fails the call at the OOM point:
+ * it fills memory to MemAvailable less STOCK_EDGE and returns, leaving
+ * the memory where a limit of 0 leaves it, and no task is killed.
+ */
+#define STOCK_EDGE	(8 * MIB)
+
+static long holder_bytes(void)
+{
+	long long avail;
+
+	if (!getenv("ALLOC_LOCKUP_STOCK"))
+		return HOLDER_BYTES;
+	avail = procfs_meminfo("MemAvailable");
+	if (avail < 0)
+		ksft_exit_fail_msg("no MemAvailable in /proc/meminfo\n");
+	return avail - STOCK_EDGE;
+}
+
+/*
  * One small allocation after another, all under the inode lock.  It starts
  * before memory.high=0 and faults in what it will touch on its way into
  * and out of fallocate() (the call, the clock, its stack, the shared page,
@@ -317,7 +338,7 @@ static int holder_main(const char *cgroup, void *arg)
 	say_ready();
 	if (read(holder_go[0], &c, 1) != 1)
 		return 3;
-	ret = fallocate(lock_fd, 0, 0, HOLDER_BYTES);
+	ret = fallocate(lock_fd, 0, 0, holder_bytes());
 	sh->holder_errno = ret ? errno : 0;
 	sh->holder_end = now_s();
 	sh->holder_returned = 1;
@@ -353,7 +374,8 @@ static void workload_create(const struct run *r)
 	cg_destroy(workload);
 	if (cg_create(workload) ||
 	    cg_write(workload, "memory.max", r->memcg ? MEMCG_MAX : "max") ||
-	    alloc_retries_set(workload, r->via_sysctl ? "max" : r->policy) ||
+	    (!getenv("ALLOC_LOCKUP_STOCK") &&
+	     alloc_retries_set(workload, r->via_sysctl ? "max" : r->policy)) ||
 	    (r->oom_group && cg_write(workload, "memory.oom.group", "1")))
 		ksft_exit_fail_msg("cannot set up %s\n", workload);
 }
