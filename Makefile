@@ -68,7 +68,7 @@ export ACCEL_CACHE := $(BUILD)/accel
 export TIMES := $(BUILD)/times.tsv
 TIMED := qemu/timed
 
-.PHONY: all check check-start check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-start guest-parts check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -159,7 +159,7 @@ endef
 # test_oom_lockup runs each of its cases several times: about 8 min.
 check: export TEST_TIMEOUT = 1200
 check: export RUN_TIMEOUT = 2400
-check: check-start kernel image progs containers ## boot the guest, run TESTS, print N passed, N failed
+check: check-start guest-parts ## boot the guest, run TESTS, print N passed, N failed
 	@echo "check: booting the guest for: $(TESTS)"
 	$(call boot,tests,$(BUILD)/check,$(TESTS))
 	@echo "check: static checks (checkpatch --strict, shellcheck)"
@@ -170,6 +170,12 @@ check: check-start kernel image progs containers ## boot the guest, run TESTS, p
 	@$(TIMED) systemd-unit-tests qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@cp $(TIMES) $(BUILD)/check/times.tsv
 	@qemu/report/report check $(BUILD)/check "$(TESTS)" "$(KUNIT_SUITES)"
+
+# What a boot of the guest needs, two at a time: the root file system
+# (mostly downloads) and systemd build beside the kernel, whose last
+# steps (the link, objtool) use one CPU.
+guest-parts:
+	@$(MAKE) --no-print-directory -j2 kernel image progs containers
 
 # The start of make check's timing table: before any of its steps.
 check-start:
@@ -208,7 +214,7 @@ check-debug: kernel-debug image progs containers ## make check's guest tests, fa
 # 100 rounds: about 15 min here.
 storm: export TEST_TIMEOUT = 3600
 storm: export RUN_TIMEOUT = 4200
-storm: kernel image progs containers ## STORM_ROUNDS rounds of mixed memcg and global OOM with policy rewrites, task moves, cgroups removed under load, the lockup every 10th round and a writer on a persistent ext4 disk; then a reboot that checks the disk
+storm: guest-parts ## STORM_ROUNDS rounds of mixed memcg and global OOM with policy rewrites, task moves, cgroups removed under load, the lockup every 10th round and a writer on a persistent ext4 disk; then a reboot that checks the disk
 	$(call storm_boots,$(BUILD)/storm,$(BZIMAGE))
 	@rc=0; qemu/report/report check $(BUILD)/storm/storm storm "" || rc=1; \
 		qemu/report/report check $(BUILD)/storm/reboot storm-reboot-check "" || rc=1; \
@@ -216,7 +222,7 @@ storm: kernel image progs containers ## STORM_ROUNDS rounds of mixed memcg and g
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))
-demo: kernel image progs containers ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
+demo: guest-parts ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
 	$(call boot,demo,$(BUILD)/demo)
 	@qemu/report/report demo $(BUILD)/demo
 
@@ -231,7 +237,7 @@ bench: kernel image ## build the unpatched kernel too, boot both in turn under i
 	@qemu/bench $(BZIMAGE) $(BUILD)/stock/kernel-obj/arch/x86/boot/bzImage \
 		$(IMAGE) $(BUILD)/bench/bin $(BUILD)/bench
 
-shell: kernel image progs containers ## boot the guest into a root shell on the console
+shell: guest-parts ## boot the guest into a root shell on the console
 	$(call boot,shell,$(BUILD)/shell)
 
 clean: ## remove build/ (ccache is kept)
