@@ -1,8 +1,7 @@
 """The tables of README.md and Documentation/ from real runs: each region
 between "<!-- make readme: NAME -->" and "<!-- end make readme -->" is
-replaced by what the last run wrote, never typed by hand.  A file whose
-runs are missing is left as it is and said; the others are still
-written."""
+replaced by what the last run wrote, never typed by hand.  A region whose
+run is missing is left as it is and said; the others are still written."""
 
 import os
 import re
@@ -71,9 +70,11 @@ def leftovers(check_dir):
 
 
 def fill(path, sources):
+    """@path's text with its regions filled, the regions written, and
+    what kept the others as they were."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    seen = []
+    seen, written, kept = [], [], []
 
     def one(m):
         name = m.group(2)
@@ -81,13 +82,19 @@ def fill(path, sources):
             raise Missing(f"unknown region {name}; the regions are: "
                           f"{', '.join(sources)}")
         seen.append(name)
-        return f"{m.group(1)}\n{sources[name]().rstrip()}\n\n{m.group(3)}"
+        try:
+            body = sources[name]().rstrip()
+        except Missing as e:
+            kept.append(f"{name} ({e})")
+            return m.group(0)
+        written.append(name)
+        return f"{m.group(1)}\n{body}\n\n{m.group(3)}"
 
     text = REGION.sub(one, text)
     missing = set(sources) - set(seen)
     if missing:
         raise Missing(f"no region {', '.join(sorted(missing))}")
-    return text, seen
+    return text, written, kept
 
 
 def update(top, demo_dir, bench_dir, check_dir):
@@ -110,18 +117,24 @@ def update(top, demo_dir, bench_dir, check_dir):
     for name, regions in FILES.items():
         path = os.path.join(top, name)
         try:
-            text, seen = fill(path, {r: sources[r] for r in regions})
-            # README's latency figure comes from the same make demo.
-            if name == "README.md" and not os.path.exists(png):
-                raise Missing(f"{png} missing: run make demo")
+            text, written, kept = fill(path, {r: sources[r] for r in regions})
         except Missing as e:
             print(f"readme: {name} left as it is: {e}")
             failed = True
             continue
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        print(f"readme: {name}: {', '.join(seen)}")
-        if name == "README.md":
+        print(f"readme: {name}: {', '.join(written) or 'nothing written'}")
+        for k in kept:
+            print(f"readme: {name}: left as it was: {k}")
+            failed = True
+        # README's latency figure comes from the same make demo as its
+        # containers table.
+        if name == "README.md" and "containers" in written:
+            if not os.path.exists(png):
+                print(f"readme: {png} missing: run make demo")
+                failed = True
+                continue
             shutil.copy(png, os.path.join(top, "Documentation",
                                           "containers-latency.png"))
             print("readme: Documentation/containers-latency.png")

@@ -5,6 +5,7 @@ clock), written to RUN_DIR/timings.md for make readme."""
 
 import os
 import re
+import subprocess
 import time
 
 import tables
@@ -56,7 +57,12 @@ def render(run_dir):
     if start is not None:
         rows.append(["**the whole make check**",
                      f"**{minutes(time.time() - start)}**", ""])
-    lines = tables.markdown(["step", "time", "compiler cache"], rows)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True,
+                            check=False).stdout.strip() or "no git"
+    lines = [f"`make check` of {commit}, "
+             f"{time.strftime('%Y-%m-%d', time.gmtime())}:", ""]
+    lines += tables.markdown(["step", "time", "compiler cache"], rows)
     with open(os.path.join(run_dir, "timings.md"), "w",
               encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
