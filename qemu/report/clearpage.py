@@ -23,10 +23,9 @@ import verdict
 
 
 def arrivals(run_dir):
-    """The console's lines with the host time each had arrived by."""
-    with open(os.path.join(run_dir, "host.log"), encoding="utf-8") as f:
-        samples = [json.loads(line) for line in f
-                   if line.startswith("{") and line.rstrip().endswith("}")]
+    """The host's samples, and the console's lines with the host time
+    each had arrived by."""
+    samples, _ = verdict.host_record(run_dir)
     sizes = [s["serial"] for s in samples]
     out, end = [], 0
     with open(os.path.join(run_dir, "serial.log"), "rb") as f:
@@ -43,9 +42,9 @@ def weight(samples, name, first, last):
     TCG invalidated in it, or where the record has no TCG counters, the
     vCPU samples in clear_page()."""
     window = [s for s in samples if first < s["t"] < last]
-    jit = [s["jit"] for s in window if s.get("jit")]
-    if len(jit) > 1:
-        return jit[-1][2] - jit[0][2]
+    jit = verdict.tcg_counts(window)
+    if jit:
+        return jit[1][2]
     return sum((name(v[0]) or "").startswith("clear_page")
                for s in window for v in s.get("vcpus", {}).values()
                if v[1] == 0)
@@ -92,9 +91,9 @@ def row(run_dir, label):
             page = int(v[3], 16) >> 12
         in_clear.append(f"{n} of {len(window)}")
         same.append(str(k))
-    jit = [s["jit"] for s in window if s.get("jit")]
+    jit = verdict.tcg_counts(window)
     made = f"{jit[0][0]:,}" if jit else "?"
-    gone = f"{jit[-1][2] - jit[0][2]:,}" if len(jit) > 1 else "?"
+    gone = f"{jit[1][2]:,}" if jit else "?"
     return [label, held_of, str(lockups), f"{length:.0f} s",
             ", ".join(in_clear), ", ".join(same), made, gone]
 

@@ -140,6 +140,16 @@ def vcpu_samples(run_dir, samples, cpu):
             (", ".join(f"{k} {v}" for k, v in top) or "nothing"))
 
 
+def tcg_counts(samples):
+    """TCG's counters (qemu/host-sampler's "jit") at the first of
+    @samples, and how much each grew by the last; None without two."""
+    jit = [sample["jit"] for sample in samples
+           if sample.get("jit") and None not in sample["jit"]]
+    if len(jit) < 2:
+        return None
+    return jit[0], [b - a for a, b in zip(jit[0], jit[-1])]
+
+
 def host_stall(run_dir, line):
     """Whether the host stopped the CPU that the soft lockup report @line
     names for about as long as the report says (all but HOST_SLACK), and
@@ -186,11 +196,9 @@ def host_stall(run_dir, line):
     stopped = max(span - on_cpu, frozen, gone)
     # TCG's own work in the window: a write to guest memory that code was
     # translated from invalidates those translations, one by one.
-    jit = [sample["jit"] for sample in samples[first:last + 1]
-           if sample.get("jit") and None not in sample["jit"]]
-    tcg = (f"TCG invalidated {jit[-1][2] - jit[0][2]} translated blocks "
-           f"and flushed them all {jit[-1][1] - jit[0][1]} times in it; "
-           if len(jit) > 1 else "")
+    jit = tcg_counts(samples[first:last + 1])
+    tcg = (f"TCG invalidated {jit[1][2]} translated blocks and flushed "
+           f"them all {jit[1][1]} times in it; " if jit else "")
     return stopped >= stuck - HOST_SLACK, (
         f"over those {span:.0f} s the host had CPU {cpu}'s vCPU thread on "
         f"a CPU {on_cpu:.1f} s ({user:.1f} s user, {system:.1f} s system; "
