@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <sys/mount.h>
@@ -274,6 +275,208 @@ bool hog_stop(pid_t pid, const char *cgroup)
 	if (cg_destroy(cgroup))
 		ksft_print_msg("cannot remove %s: %s\n", cgroup, strerror(errno));
 	return oom_killed;
+}
+
+int become_user(uid_t uid)
+{
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid))
+		return -1;
+	/*
+	 * Dumpable again, as after an exec: the credential change made it
+	 * not, and a task that is not is one a delegated user's
+	 * memory.alloc_retries does not apply to.
+	 */
+	return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) ? -1 : 0;
+}
+
+void touch_own_pages(void)
+{
+	volatile char stack[32 << 10];
+	size_t i;
+
+	for (i = 0; i < sizeof(stack); i += 1024)
+		stack[i] = 0;
+	errno = 0;
+}
+
+/*
+ * The filler: populate anonymous memory 64 KiB at a time with
+ * MADV_POPULATE_WRITE, which reports ENOMEM where a fault would invoke the
+ * OOM killer, counting the failures.  Anonymous memory, so that the OOM
+ * reaper frees it while the killed filler is still in the cgroup: else
+ * the cgroup could be full with no task left to kill.
+ */
+#define FILLER_CHUNK	(64L << 10)
+#define FILLER_SPACE	(1L << 30)
+
+static void filler_run(volatile struct filler_stats *stats, char *mem)
+{
+	long held = 0, gen, done = 0;
+
+	for (;;) {
+		gen = __atomic_load_n(&stats->release_gen, __ATOMIC_SEQ_CST);
+		if (stats->release) {
+			if (done != gen) {
+				long keep = held > stats->release ?
+					    held - stats->release : 0;
+
+				if (madvise(mem + keep, held - keep,
+					    MADV_DONTNEED))
+					_exit(4);
+				held = keep;
+				done = gen;
+				__atomic_add_fetch(&stats->released, 1,
+						   __ATOMIC_SEQ_CST);
+			}
+			usleep(1000);
+			continue;
+		}
+		if (held + FILLER_CHUNK > FILLER_SPACE)
+			_exit(4);
+		if (!madvise(mem + held, FILLER_CHUNK, MADV_POPULATE_WRITE)) {
+			held += FILLER_CHUNK;
+			continue;
+		}
+		if (errno != ENOMEM)
+			_exit(4);
+		__atomic_add_fetch(&stats->enomem, 1, __ATOMIC_SEQ_CST);
+		usleep(1000);
+	}
+}
+
+/* A filler, forked by the keeper: returns its pid. */
+static pid_t filler_spawn(const char *cgroup, uid_t uid,
+			  volatile struct filler_stats *stats)
+{
+	pid_t pid, keeper = getpid();
+	char *mem;
+
+	pid = fork();
+	if (pid)
+		return pid;
+	/* Set up before entering the full cgroup. */
+	prctl(PR_SET_NAME, "retry-filler");
+	mem = mmap(NULL, FILLER_SPACE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED ||
+	    write_file_errno("/proc/self/oom_score_adj", "1000", 4))
+		_exit(2);
+	touch_own_pages();
+	/*
+	 * Moved in as root (a user may not move itself out of the test's
+	 * cgroup); then the credential change, which no limit fails, and
+	 * the parent-death signal, which the change would clear: the filler
+	 * dies with the keeper.
+	 */
+	if (cg_enter_current(cgroup) || (uid && become_user(uid)) ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != keeper)
+		_exit(2);
+	filler_run(stats, mem);
+	_exit(4);
+}
+
+/*
+ * Two fillers, each respawned when killed: while the memory of a killed
+ * one is being freed, the other is there to kill.  With one, a charge that
+ * saw the cgroup full could find no task left to kill once the victim had
+ * left the cgroup, and fail as it would without any limit ("Out of memory
+ * and no killable processes"), the tests' own tasks being unkillable.
+ */
+static void filler_keep(const char *cgroup, uid_t uid,
+			volatile struct filler_stats *stats)
+{
+	pid_t fillers[2];
+	int status, i;
+	pid_t pid;
+
+	prctl(PR_SET_NAME, "retry-keeper");
+	for (i = 0; i < 2; i++)
+		fillers[i] = filler_spawn(cgroup, uid, stats);
+	for (;;) {
+		stats->pid = fillers[0];
+		stats->pid2 = fillers[1];
+		pid = waitpid(-1, &status, 0);
+		if (pid < 0 || !WIFSIGNALED(status) ||
+		    WTERMSIG(status) != SIGKILL)
+			_exit(3);
+		__atomic_add_fetch(&stats->kills, 1, __ATOMIC_SEQ_CST);
+		for (i = 0; i < 2; i++)
+			if (fillers[i] == pid)
+				fillers[i] = filler_spawn(cgroup, uid, stats);
+	}
+}
+
+int filler_start(struct filler *f, const char *cgroup, uid_t uid)
+{
+	f->stats = mmap(NULL, sizeof(*f->stats), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (f->stats == MAP_FAILED)
+		ksft_exit_fail_msg("mmap: %s\n", strerror(errno));
+	fflush(stdout);
+	f->keeper = fork();
+	if (f->keeper < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (f->keeper == 0)
+		filler_keep(cgroup, uid, f->stats);
+	if (filler_wait_full(f, 60))
+		return 0;
+	ksft_print_msg("the filler of %s saw no ENOMEM in 60 s\n", cgroup);
+	filler_stop(f);
+	return -1;
+}
+
+bool filler_wait_full(struct filler *f, double seconds)
+{
+	long seen = __atomic_load_n(&f->stats->enomem, __ATOMIC_SEQ_CST);
+	double end = now_s() + seconds;
+
+	while (now_s() < end) {
+		if (__atomic_load_n(&f->stats->enomem, __ATOMIC_SEQ_CST) >
+		    seen)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+bool filler_release(struct filler *f, long bytes)
+{
+	long want = __atomic_load_n(&f->stats->released, __ATOMIC_SEQ_CST) + 2;
+	double end = now_s() + 10;
+
+	f->stats->release = bytes;
+	__atomic_add_fetch(&f->stats->release_gen, 1, __ATOMIC_SEQ_CST);
+	while (now_s() < end) {
+		if (__atomic_load_n(&f->stats->released,
+				    __ATOMIC_SEQ_CST) >= want)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+void filler_refill(struct filler *f)
+{
+	f->stats->release = 0;
+}
+
+void filler_stop(struct filler *f)
+{
+	pid_t filler;
+
+	kill(f->keeper, SIGKILL);
+	waitpid(f->keeper, NULL, 0);
+	/* Reparented: not ours to reap, but gone once kill() says so. */
+	filler = f->stats->pid;
+	kill(filler, SIGKILL);
+	while (filler > 0 && !kill(filler, 0) && task_state(filler) != 'Z')
+		usleep(10000);
+	filler = f->stats->pid2;
+	kill(filler, SIGKILL);
+	while (filler > 0 && !kill(filler, 0) && task_state(filler) != 'Z')
+		usleep(10000);
+	munmap((void *)f->stats, sizeof(*f->stats));
 }
 
 static void count_call(struct probe_result *res, int ret)

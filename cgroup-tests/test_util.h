@@ -75,6 +75,55 @@ bool hog_stop(pid_t pid, const char *cgroup);
 /* Bytes a hog should take so that the next @probe_bytes cause an OOM. */
 size_t hog_bytes_for_pressure(void);
 
+/*
+ * A cgroup kept at its memory.max: a keeper process respawns two fillers,
+ * "retry-filler" (oom_score_adj 1000, running as @uid, in @cgroup), each of
+ * which
+ * populates anonymous memory with MADV_POPULATE_WRITE and, once that
+ * fails, keeps trying, so that every page another task of the cgroup frees
+ * or uncharges is taken again.  The counters are shared with the test.
+ */
+struct filler_stats {
+	long enomem;		/* the filler's populates failed with ENOMEM */
+	long kills;		/* fillers killed by SIGKILL (the OOM killer) */
+	pid_t pid, pid2;	/* the two fillers now */
+	long release;		/* bytes each gives back and holds off, 0: fill */
+	long release_gen;	/* asked for by filler_release() ... */
+	long released;		/* ... and done, counted per filler */
+};
+struct filler {
+	pid_t keeper;
+	volatile struct filler_stats *stats;
+};
+/*
+ * Start it: 0 once a populate of the filler has failed with ENOMEM (@cgroup
+ * is at its memory.max under a retry limit of 0), -1 if none did in 60 s.
+ * The limit must be in place: under "max" the filler is OOM-killed.
+ */
+int filler_start(struct filler *f, const char *cgroup, uid_t uid);
+/* Wait up to @seconds for the next ENOMEM of the filler; false if none. */
+bool filler_wait_full(struct filler *f, double seconds);
+/*
+ * Have each filler give back @bytes of what it holds and stop refilling:
+ * false if they did not within 10 s.  filler_refill() lets them fill again.
+ */
+bool filler_release(struct filler *f, long bytes);
+void filler_refill(struct filler *f);
+/* Kill the keeper and the filler, and wait for the filler to be gone. */
+void filler_stop(struct filler *f);
+/*
+ * Drop root for @uid (and gid @uid, no supplementary groups), dumpable as
+ * after an exec: 0 or -1.
+ */
+int become_user(uid_t uid);
+/*
+ * Write the pages a forked test process writes once it is in a full
+ * cgroup (32 KiB of its stack, errno's): their copy-on-write faults, which
+ * no limit fails, then happen before it moves in, and do not make the OOM
+ * killer kill the filler in its place.
+ */
+void touch_own_pages(void);
+
 /* What the pipe probe saw. */
 struct probe_result {
 	long calls;		/* syscalls made */
