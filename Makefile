@@ -9,6 +9,7 @@ BUILD := $(CURDIR)/build
 KSRC := $(BUILD)/linux
 BZIMAGE := $(BUILD)/kernel-obj/arch/x86/boot/bzImage
 BZIMAGE_DEBUG := $(BUILD)/debug/kernel-obj/arch/x86/boot/bzImage
+BZIMAGE_SWEEP := $(BUILD)/sweep/kernel-obj/arch/x86/boot/bzImage
 ROOTFS := $(BUILD)/guest/rootfs
 IMAGE := $(BUILD)/guest/rootfs.img
 PROGS := $(BUILD)/cgroup-tests
@@ -68,7 +69,7 @@ export ACCEL_CACHE := $(BUILD)/accel
 export TIMES := $(BUILD)/times.tsv
 TIMED := qemu/timed
 
-.PHONY: all check check-start guest-parts check-debug storm demo shell deps kernel-source kernel kernel-debug rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
+.PHONY: all check check-start guest-parts check-debug storm sweep demo shell deps kernel-source kernel kernel-debug kernel-sweep rootfs systemd image progs containers bisect lint fastpath bench cover-letter readme clean help FORCE
 
 all: check
 
@@ -88,6 +89,9 @@ kernel: kernel-source ## build the patched kernel's bzImage
 # kernel.
 kernel-debug: kernel-source ## the same with lockdep, KASAN, kmemleak and the other checkers (qemu/build/kernel-debug.config)
 	@qemu/build/kernel debug
+
+kernel-sweep: kernel-source ## the same with fault injection for the retry limit (qemu/build/kernel-sweep.config), for make sweep
+	@qemu/build/kernel sweep
 
 $(ROOTFS)/.done: qemu/build/rootfs qemu/build/apt-sources | deps
 	@$(TIMED) rootfs qemu/build/rootfs $(ROOTFS)
@@ -219,6 +223,15 @@ storm: guest-parts ## STORM_ROUNDS rounds of mixed memcg and global OOM with pol
 	@rc=0; qemu/report/report check $(BUILD)/storm/storm storm "" || rc=1; \
 		qemu/report/report check $(BUILD)/storm/reboot storm-reboot-check "" || rc=1; \
 		exit $$rc
+
+# Every allocation a limit of 0 can fail in the calls a container makes,
+# failed one at a time (cgroup-tests/retry_limit_sweep.c).
+sweep: export TEST_TIMEOUT = 3600
+sweep: export RUN_TIMEOUT = 4200
+sweep: kernel-sweep image progs containers ## fail, one by one, each allocation a limit of 0 can fail in the system calls a container makes; print the table and write it into Documentation/retry-limit-sweep.md
+	$(call boot,tests,$(BUILD)/sweep,retry_limit_sweep,$(BZIMAGE_SWEEP))
+	@qemu/report/report check $(BUILD)/sweep retry_limit_sweep ""
+	@qemu/report/sweep $(BUILD)/sweep/sweep/runs.json Documentation/retry-limit-sweep.md
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))

@@ -8,22 +8,34 @@
  *   of failing with ENOMEM (glibc would abort);
  * - execve() past its point of no return: every exec, started at 64 to
  *   512 KiB below memory.max, either runs the program or fails before
- *   that point; none ends in SIGSEGV.
+ *   that point; none ends in SIGSEGV;
+ * - a signal delivered onto an alternate stack nobody has touched: the
+ *   kernel's write of the frame is a kernel-mode fault on the way back to
+ *   user mode, where nothing could report a failure: the handler runs,
+ *   no SIGSEGV;
+ * - a thread that exits holding a robust mutex (and a robust PI mutex) in
+ *   a page it shares copy-on-write with a child: the kernel's robust-list
+ *   walk faults a copy of the page in to mark the mutex FUTEX_OWNER_DIED,
+ *   and the next locker gets EOWNERDEAD, not a wait for ever (or glibc's
+ *   abort on ESRCH, for the PI mutex).
  *
- * Not here: the robust-list walk of a thread that exits holding a robust
- * mutex.  Under memcg OOM, 6.12 itself fails a dying task's charge after
- * one pass that bypasses the OOM killer (try_charge_memcg()), with or
- * without a limit, so the next locker can find the mutex without
- * FUTEX_OWNER_DIED; the exit's exemption matters under global OOM.
+ * A charge of a dying task that has already made the OOM killer kill
+ * fails after its reclaim retries in 6.12 itself (try_charge_memcg()):
+ * for the robust-list walk to have the memory of its kill, the fillers
+ * hold still (filler_release()) while a thread exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -34,9 +46,13 @@
 #include "test_util.h"
 
 #define MEMORY_MAX	"24M"
-/* Runs of the futex case, and execs of the exec case. */
+/* Runs of the futex, signal and robust-mutex cases; execs of the exec case. */
 #define FUTEX_RUNS	16
+#define SIGNAL_RUNS	16
+#define ROBUST_RUNS	8
 #define EXECS		24
+/* The alternate signal stack: the frame is written at its top. */
+#define ALTSTACK_BYTES	(64L << 10)
 
 static char *site_cgroup(struct filler *filler)
 {
@@ -201,9 +217,293 @@ static int test_exec_past_no_return(void)
 	return ret;
 }
 
+/* The oom_kill count of the memory.events open at @fd; -1 if unread. */
+static long oom_kills(int fd)
+{
+	char buf[512], *p;
+	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
+
+	if (len <= 0)
+		return -1;
+	buf[len] = '\0';
+	p = strstr(buf, "oom_kill ");
+	return p ? atol(p + strlen("oom_kill ")) : -1;
+}
+
+/*
+ * @cgroup's memory.events, opened and read once: a read allocates its
+ * buffer the first time only, so that a later one in the full cgroup
+ * does not fail.
+ */
+static int oom_kills_open(const char *cgroup)
+{
+	int fd = cg_open(cgroup, "memory.events", O_RDONLY);
+
+	if (fd >= 0 && oom_kills(fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static volatile sig_atomic_t handled;
+
+static void on_usr1(int sig)
+{
+	handled = 1;
+}
+
+/*
+ * In a child in @cgroup, once @filler has filled it: SIGUSR1 to itself,
+ * handled on an alternate stack mapped but never touched.  Exit status 0
+ * if the handler ran; a SIGSEGV if the frame could not be written.
+ * *@kills: the OOM kills in @cgroup meanwhile (memory.events, which
+ * counts a kill when it is made).
+ */
+static int signal_child(const char *cgroup, struct filler *filler,
+			long *kills)
+{
+	struct sigaction sa = { .sa_handler = on_usr1,
+				.sa_flags = SA_ONSTACK };
+	stack_t ss = { .ss_size = ALTSTACK_BYTES };
+	int events = oom_kills_open(cgroup);
+
+	ss.ss_sp = mmap(NULL, ALTSTACK_BYTES, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	touch_own_pages();
+	if (events < 0 || ss.ss_sp == MAP_FAILED || sigaltstack(&ss, NULL) ||
+	    sigaction(SIGUSR1, &sa, NULL) || cg_enter_current(cgroup) ||
+	    !filler_wait_full(filler, 20))
+		return 2;
+	*kills = oom_kills(events);
+	kill(getpid(), SIGUSR1);
+	*kills = oom_kills(events) - *kills;
+	return handled ? 0 : 1;
+}
+
+/*
+ * Every signal is handled, none is a SIGSEGV; and the limit was met: in
+ * some run the frame's fault made the OOM killer kill a filler.
+ */
+static int test_signal_frame_on_new_stack(void)
+{
+	int ret = KSFT_PASS, status, run;
+	struct filler filler;
+	long *kills, met = 0;
+	char *cgroup;
+
+	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (kills == MAP_FAILED)
+		return KSFT_FAIL;
+	cgroup = site_cgroup(&filler);
+	if (!cgroup)
+		return KSFT_FAIL;
+	for (run = 0; run < SIGNAL_RUNS; run++) {
+		pid_t pid;
+
+		*kills = 0;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			_exit(signal_child(cgroup, &filler, kills));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			ksft_print_msg("run %d: status %#x\n", run, status);
+			ret = KSFT_FAIL;
+		}
+		met += *kills > 0;
+	}
+	ksft_print_msg("%d runs, %ld of them met the limit\n", SIGNAL_RUNS,
+		       met);
+	if (!met) {
+		ksft_print_msg("no signal frame met the limit\n");
+		ret = KSFT_FAIL;
+	}
+	site_cgroup_done(cgroup, &filler);
+	munmap(kills, sizeof(*kills));
+	return ret;
+}
+
+/* What the robust-mutex child and its exiting thread share. */
+struct robust {
+	pthread_mutex_t mutex;	/* in a page the child's fork shares COW */
+	int locked[2];		/* the thread says it holds the mutex */
+	/* The child tells it to exit: an eventfd, whose write allocates nothing. */
+	int exit_now;
+};
+
+/* Take the mutex, say so, and exit holding it when told to. */
+static void *robust_owner(void *arg)
+{
+	struct robust *rb = arg;
+	uint64_t go;
+
+	if (pthread_mutex_lock(&rb->mutex) ||
+	    write(rb->locked[1], "l", 1) != 1 ||
+	    read(rb->exit_now, &go, sizeof(go)) != sizeof(go))
+		abort();
+	/* Not pthread_exit(): its unwinder would load libgcc_s here. */
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+/*
+ * In a child in @cgroup at its memory.max: a thread takes a robust mutex
+ * (@pi: priority inheriting) in a private page; a fork makes that page
+ * copy-on-write; the child eats what headroom is left; the thread exits
+ * holding the mutex, and the kernel's robust-list walk must copy the page
+ * to mark it.  Exit status 0 if the next pthread_mutex_timedlock() gets
+ * EOWNERDEAD; *@kills: the OOM kills in @cgroup while the thread exited.
+ */
+/* A set-up step of robust_child() failed: say which. */
+static int setup_failed(const char *step)
+{
+	printf("# %s: %s\n", step, strerror(errno));
+	fflush(stdout);
+	return 2;
+}
+
+static int robust_child(const char *cgroup, struct filler *filler, bool pi,
+			long *kills)
+{
+	pthread_mutex_t dummy;
+	struct timespec until;
+	pthread_mutexattr_t attr;
+	struct robust *rb;
+	pthread_t thread;
+	int events = oom_kills_open(cgroup);
+	pid_t sharer;
+	char *eat, c;
+	int ret;
+
+	rb = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	eat = mmap(NULL, 1L << 30, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (events < 0 || rb == MAP_FAILED || eat == MAP_FAILED ||
+	    pthread_mutexattr_init(&attr) ||
+	    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) ||
+	    (pi && pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT)) ||
+	    pthread_mutex_init(&rb->mutex, &attr) ||
+	    pthread_mutex_init(&dummy, &attr) || pipe(rb->locked) ||
+	    (rb->exit_now = eventfd(0, 0)) < 0)
+		return setup_failed("mmap, mutexes or pipes");
+	touch_own_pages();
+	if (cg_enter_current(cgroup))
+		return setup_failed("entering the cgroup");
+	errno = pthread_create(&thread, NULL, robust_owner, rb);
+	if (errno || read(rb->locked[0], &c, 1) != 1)
+		return setup_failed("the owner thread");
+	sharer = fork();
+	if (sharer == 0) {
+		touch_own_pages();
+		if (write(rb->locked[1], "s", 1) == 1)
+			pause();
+		_exit(0);
+	}
+	if (sharer < 0 || read(rb->locked[0], &c, 1) != 1)
+		return setup_failed("the fork that shares the page");
+	/*
+	 * Copy now what this thread writes later (its stack, errno, the
+	 * robust-list fields of its thread block), while there is room:
+	 * such a fault, never limited, would make the OOM killer kill a
+	 * filler before the walk needs it.
+	 */
+	touch_own_pages();
+	if (pthread_mutex_lock(&dummy) || pthread_mutex_unlock(&dummy))
+		return setup_failed("the dummy mutex");
+	/* Up to memory.max, without a kill: the limit fails the populate. */
+	while (!madvise(eat, 64L << 10, MADV_POPULATE_WRITE))
+		eat += 64L << 10;
+	*kills = oom_kills(events);
+	if (errno != ENOMEM)
+		return setup_failed("filling the cgroup");
+	if (write(rb->exit_now, &(uint64_t){ 1 }, sizeof(uint64_t)) !=
+	    sizeof(uint64_t))
+		return setup_failed("telling the owner to exit");
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	ret = pthread_mutex_timedlock(&rb->mutex, &until);
+	*kills = oom_kills(events) - *kills;
+	kill(sharer, SIGKILL);
+	if (ret == EOWNERDEAD)
+		return 0;
+	printf("# the next lock after the owner's exit: %s\n",
+	       strerrorname_np(ret));
+	fflush(stdout);
+	return 1;
+}
+
+/*
+ * ROBUST_RUNS runs: every next locker gets EOWNERDEAD; and the limit was
+ * met: in some run the walk's copy made the OOM killer kill a filler.
+ */
+static int robust_runs(bool pi)
+{
+	int ret = KSFT_PASS, status, run;
+	struct filler filler;
+	long *kills, met = 0;
+	char *cgroup;
+
+	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (kills == MAP_FAILED)
+		return KSFT_FAIL;
+	cgroup = site_cgroup(&filler);
+	if (!cgroup)
+		return KSFT_FAIL;
+	for (run = 0; run < ROBUST_RUNS; run++) {
+		pid_t pid;
+
+		*kills = 0;
+		/* Room for the child's thread and fork; then hold still. */
+		filler_refill(&filler);
+		if (!filler_wait_full(&filler, 20) ||
+		    !filler_release(&filler, 1L << 20)) {
+			ksft_print_msg("run %d: the filler did not fill and release\n",
+				       run);
+			ret = KSFT_FAIL;
+			break;
+		}
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			_exit(robust_child(cgroup, &filler, pi, kills));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			ksft_print_msg("run %d: status %#x\n", run, status);
+			ret = KSFT_FAIL;
+		}
+		met += *kills > 0;
+	}
+	ksft_print_msg("%d runs, %ld of them met the limit\n", ROBUST_RUNS,
+		       met);
+	if (!met) {
+		ksft_print_msg("no robust-list walk met the limit\n");
+		ret = KSFT_FAIL;
+	}
+	site_cgroup_done(cgroup, &filler);
+	munmap(kills, sizeof(*kills));
+	return ret;
+}
+
+static int test_robust_mutex_owner_exits(void)
+{
+	return robust_runs(false);
+}
+
+static int test_robust_pi_mutex_owner_exits(void)
+{
+	return robust_runs(true);
+}
+
 static const struct test_case tests[] = {
 	TEST_CASE(test_shared_futex_wait_on_new_page),
 	TEST_CASE(test_exec_past_no_return),
+	TEST_CASE(test_signal_frame_on_new_stack),
+	TEST_CASE(test_robust_mutex_owner_exits),
+	TEST_CASE(test_robust_pi_mutex_owner_exits),
 };
 
 int main(int argc, char **argv)

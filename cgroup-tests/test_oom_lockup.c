@@ -20,7 +20,13 @@
  *
  * With a limit of 0 the holder's allocations never invoke the OOM killer:
  * its fallocate() fails with ENOMEM, frees its pages and drops the lock,
- * and the victim's own fallocate() goes through.  With a limit of N they
+ * and the victim's own fallocate() goes through.
+ *
+ * The faulting-copy holder writev()s into the locked file instead, from a
+ * shared memfd mapping nobody has touched: every page it copies is
+ * faulted in by the copy, a kernel-mode fault inside the call, under the
+ * lock.  Those faults count against the call's limit: at 0 the copy
+ * comes up short and the call returns what it wrote.  With a limit of N they
  * invoke it at most N times within the call, and never kill past a victim
  * that the OOM reaper is done with but that still has its memory.
  *
@@ -54,6 +60,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,11 +123,15 @@ struct run {
 	bool unlocked;
 	/* memory.oom.group=1 on the workload: what an operator has today. */
 	bool oom_group;
+	/* The holder writev()s from an unpopulated mapping: faulting_copy(). */
+	bool faulting_copy;
 };
 
 /* Written by the workload's tasks, read by the test. */
 struct shared {
-	int holder_errno;	/* of its fallocate(), 0 if it returned 0 */
+	int holder_errno;	/* of its call, 0 if it did not return -1 */
+	long holder_wrote;	/* what its writev() returned */
+	long holder_asked;	/* of its writev(), 0 for fallocate() */
 	int holder_returned;
 	double holder_end;	/* when the call returned, now_s() */
 	long beats[BYSTANDERS];	/* rounds over its memory, per bystander */
@@ -132,8 +143,9 @@ struct outcome {
 	bool set_up;		/* the victim was seen blocked on the lock */
 	bool hung;		/* the workload had not ended by the timeout */
 	int holder_status, victim_status;
-	bool holder_returned;	/* from fallocate(), not killed in it */
+	bool holder_returned;	/* from its call, not killed in it */
 	int holder_errno;
+	long holder_wrote, holder_asked;
 	double holder_end;	/* when it returned, now_s() */
 	long kills_in;		/* oom_kill of the workload's memory.events */
 	long kills_out;
@@ -171,10 +183,11 @@ static const char *label(const struct run *r)
 {
 	static char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s %s%s%s%s", oom_of(r), r->policy,
+	snprintf(buf, sizeof(buf), "%s %s%s%s%s%s", oom_of(r), r->policy,
 		 r->via_sysctl ? " (sysctl)" : "",
 		 r->unlocked ? " (no lock)" : "",
-		 r->oom_group ? " (memory.oom.group=1)" : "");
+		 r->oom_group ? " (memory.oom.group=1)" : "",
+		 r->faulting_copy ? " (faulting copy)" : "");
 	return buf;
 }
 
@@ -316,48 +329,99 @@ static long holder_bytes(void)
 	return avail - STOCK_EDGE;
 }
 
+/* The iovecs of the faulting-copy holder's writev(): IOV_MAX at most. */
+#define COPY_IOVS	64
+
+/*
+ * The faulting-copy holder's source: a shared memfd mapping of @bytes
+ * nobody has touched, so that the copy faults in every page of it (shmem
+ * allocates it) while the file's inode lock is held.  false if it cannot
+ * be made.
+ */
+static bool copy_source(long bytes, struct iovec *iov, int *fd)
+{
+	long each = bytes / COPY_IOVS / PAGE * PAGE;
+	char *src;
+	int i;
+
+	sh->holder_asked = each * COPY_IOVS;
+	*fd = memfd_create("copy-source", 0);
+	if (*fd < 0 || ftruncate(*fd, each * COPY_IOVS))
+		return false;
+	src = mmap(NULL, each * COPY_IOVS, PROT_READ, MAP_SHARED, *fd, 0);
+	if (src == MAP_FAILED)
+		return false;
+	for (i = 0; i < COPY_IOVS; i++)
+		iov[i] = (struct iovec){ src + i * each, each };
+	return true;
+}
+
 /*
  * One small allocation after another, all under the inode lock.  It starts
  * before memory.high=0 and faults in what it will touch on its way into
- * and out of fallocate() (the call, the clock, its stack, the shared page,
+ * and out of its call (the call, the clock, its stack, the shared page,
  * and their page tables, which are charged): throttled in a page fault of
  * its own first, as it was on the debug kernel, it may not get into its
  * call within SETUP_TIMEOUT_S.
  */
 static int holder_main(const char *cgroup, void *arg)
 {
+	struct iovec iov[COPY_IOVS];
+	bool copy = arg;
+	int source;
+	long ret;
 	char c;
-	int ret;
 
 	prctl(PR_SET_NAME, "holder");
 	set_oom_score_adj(0);
-	if (!fallocate(lock_fd, 0, 0, 0) || errno != EINVAL)
+	if (!fallocate(lock_fd, 0, 0, 0) || errno != EINVAL ||
+	    writev(lock_fd, NULL, 0) ||
+	    (copy && !copy_source(holder_bytes(), iov, &source)))
 		return 2;
 	now_s();
 	sh->holder_returned = 0;
 	say_ready();
 	if (read(holder_go[0], &c, 1) != 1)
 		return 3;
-	ret = fallocate(lock_fd, 0, 0, holder_bytes());
-	sh->holder_errno = ret ? errno : 0;
+	ret = copy ? writev(lock_fd, iov, COPY_IOVS) :
+		     fallocate(lock_fd, 0, 0, holder_bytes());
+	sh->holder_errno = ret < 0 ? errno : 0;
+	/*
+	 * What the copy faulted in goes at once, as a failed fallocate()
+	 * gives back what it allocated: under global OOM a task with that
+	 * much memory mapped would be the OOM killer's next victim.
+	 */
+	if (copy) {
+		munmap(iov[0].iov_base, sh->holder_asked);
+		close(source);
+	}
+	sh->holder_wrote = ret;
 	sh->holder_end = now_s();
 	sh->holder_returned = 1;
-	return 0;
+	/*
+	 * The faulting copy leaves the workload full (what it wrote stays in
+	 * the file): exit without a page the fork left copy-on-write, whose
+	 * fault (never limited) would make the OOM killer kill.  The
+	 * programs are linked with -z now: no lazy binding writes either.
+	 */
+	_exit(0);
 }
 
 /*
- * Wait until @pid is in fallocate(), in @state, with @frame on top of its
- * kernel stack; if it never is, say what /proc showed.  The stack leaves
- * out the scheduler and the locking functions: a task asleep on the inode
- * lock has shmem_fallocate+ on top.
+ * Wait until @pid is in fallocate() (@copy: writev()), in @state, with
+ * @frame on top of its kernel stack; if it never is, say what /proc
+ * showed.  The stack leaves out the scheduler and the locking functions:
+ * a task asleep on the inode lock has shmem_fallocate+ on top.
  */
-static bool wait_in_fallocate(const char *who, pid_t pid, char state,
-			      const char *frame)
+static bool wait_in_call(const char *who, pid_t pid, bool copy, char state,
+			 const char *frame)
 {
 	double end = now_s() + SETUP_TIMEOUT_S;
 	char seen[512];
 
-	while (!task_in_syscall(pid, SYS_fallocate, state, "shmem_fallocate",
+	while (!task_in_syscall(pid, copy ? SYS_writev : SYS_fallocate, state,
+				copy ? "shmem_file_write_iter" :
+				       "shmem_fallocate",
 				frame, seen, sizeof(seen))) {
 		if (now_s() > end || usleep(20000)) {
 			ksft_print_msg("the %s never got to %s: %s\n", who,
@@ -558,7 +622,8 @@ static void run_once(const struct run *r, struct outcome *o)
 		bystanders[i] = cg_run_nowait(workload, bystander_main,
 					      (void *)(long)i);
 	outside = cg_run_nowait(neighbour, neighbour_main, NULL);
-	holder = cg_run_nowait(workload, holder_main, NULL);
+	holder = cg_run_nowait(workload, holder_main,
+			       r->faulting_copy ? (void *)1 : NULL);
 	close(ready[1]);
 	for (i = 0; i < BYSTANDERS + 3; i++)
 		if (read(ready[0], &c, 1) != 1)
@@ -569,13 +634,14 @@ static void run_once(const struct run *r, struct outcome *o)
 		ksft_exit_fail_msg("cannot write memory.high\n");
 	if (write(holder_go[1], "g", 1) != 1)
 		ksft_exit_fail_msg("cannot start the holder\n");
-	o->set_up = wait_in_fallocate("holder", holder, 0, HOLDER_FRAME);
+	o->set_up = wait_in_call("holder", holder, r->faulting_copy, 0,
+				 HOLDER_FRAME);
 	if (write(go[1], "g", 1) != 1)
 		ksft_exit_fail_msg("cannot start the victim\n");
 	o->set_up = o->set_up && (r->unlocked ||
-		    wait_in_fallocate("victim", victim, 'D', VICTIM_FRAME));
+		    wait_in_call("victim", victim, false, 'D', VICTIM_FRAME));
 	ksft_print_msg("%s: %s\n", label(r),
-		       o->set_up ? "in fallocate(), the holder sleeps at " HOLDER_FRAME
+		       o->set_up ? "in its call, the holder sleeps at " HOLDER_FRAME
 				   " with the lock, the victim in D at " VICTIM_FRAME
 				   " on it" :
 				   "the holder or the victim never got to its place: the run proves nothing");
@@ -592,6 +658,8 @@ static void run_once(const struct run *r, struct outcome *o)
 	wait_workload(holder, victim, o);
 	o->holder_returned = sh->holder_returned;
 	o->holder_errno = sh->holder_errno;
+	o->holder_wrote = sh->holder_wrote;
+	o->holder_asked = sh->holder_asked;
 	o->holder_end = sh->holder_end;
 	if (r->via_sysctl && retry_sysctl_set("-1"))
 		ksft_exit_fail_msg("cannot reset the sysctl\n");
@@ -651,10 +719,29 @@ static void holder_said(const struct outcome *o, char *buf, size_t size)
 		snprintf(buf, size, "did not end in %d s", run_timeout_s());
 	else if (!o->holder_returned)
 		snprintf(buf, size, "%s", ending(o->holder_status));
+	else if (o->holder_asked && !o->holder_errno)
+		snprintf(buf, size, "wrote %ld of %ld MiB %.2f s after the OOM came",
+			 o->holder_wrote / MIB, o->holder_asked / MIB,
+			 o->holder_end - o->released);
 	else
 		snprintf(buf, size, "%s %.2f s after the OOM came",
 			 o->holder_errno ? strerrorname_np(o->holder_errno) :
 					   "0", o->holder_end - o->released);
+}
+
+/*
+ * The holder's call returned, failed: with ENOMEM; the faulting copy's
+ * short, or with EFAULT if it copied nothing.
+ */
+static bool holder_call_failed(const struct outcome *o)
+{
+	if (!o->holder_returned)
+		return false;
+	if (o->holder_errno == ENOMEM)
+		return true;
+	return o->holder_asked && (o->holder_errno == EFAULT ||
+				   (!o->holder_errno &&
+				    o->holder_wrote < o->holder_asked));
 }
 
 /*
@@ -663,8 +750,7 @@ static void holder_said(const struct outcome *o, char *buf, size_t size)
  */
 static bool no_spree(const struct outcome *o)
 {
-	return o->set_up && !o->hung && o->holder_returned &&
-	       o->holder_errno == ENOMEM &&
+	return o->set_up && !o->hung && holder_call_failed(o) &&
 	       o->bystanders_ran_on == BYSTANDERS && o->kills_in <= 1;
 }
 
@@ -689,11 +775,13 @@ static void runs_write(void)
 	for (i = 0; i < runs_done; i++) {
 		const struct run *r = outcome_case[i];
 		const struct outcome *o = &outcomes[i];
-		char said[64];
+		char said[80];
 
 		holder_said(o, said, sizeof(said));
-		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"victim_on_lock\": %s, \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
-			r->test, oom_of(r), r->unlocked ? "false" : "true",
+		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"holder_call\": \"%s\", \"victim_on_lock\": %s, \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
+			r->test, oom_of(r),
+			r->faulting_copy ? "writev" : "fallocate",
+			r->unlocked ? "false" : "true",
 			r->policy,
 			r->via_sysctl ? "sysctl" :
 			r->oom_group ? "oom.group" : "cgroup",
@@ -701,8 +789,7 @@ static void runs_write(void)
 			o->hung ? "true" : "false",
 			no_spree(o) ? "true" : "false", o->kills_in,
 			o->kills_out, o->killed_out, o->holder_invoked, said,
-			o->holder_returned && o->holder_errno == ENOMEM ?
-				"true" : "false",
+			holder_call_failed(o) ? "true" : "false",
 			holder_stall(r, o),
 			ending(o->victim_status), BYSTANDERS,
 			o->bystanders_ran_on, since_first_kill(o, o->end),
@@ -727,10 +814,10 @@ static bool contained(const struct run *r, const struct outcome *o)
 	       (o->hits_out == 0 && o->neighbour_enomem == 0);
 }
 
-/* The holder's call failed with ENOMEM, counted, having invoked <= @n. */
+/* The holder's call failed, counted, having invoked <= @n. */
 static bool holder_failed(const struct outcome *o, int n)
 {
-	return o->holder_returned && o->holder_errno == ENOMEM &&
+	return holder_call_failed(o) &&
 	       o->alloc_retry_fail >= 1 && o->holder_invoked <= n;
 }
 
@@ -816,6 +903,20 @@ static bool holder_never_kills_past_the_victim(const struct run *r,
 }
 
 /*
+ * Global OOM at 0, the faulting copy: the copy's faults count against the
+ * holder's call, which comes back short without invoking the killer; the
+ * victim is the only task of the workload a page fault elsewhere may kill,
+ * and every bystander runs on.
+ */
+static bool copy_kills_at_most_the_victim(const struct run *r,
+					  const struct outcome *o)
+{
+	return holder_never_kills_past_the_victim(r, o) &&
+	       o->holder_invoked == 0 && o->kills_in <= 1 &&
+	       o->bystanders_ran_on == BYSTANDERS;
+}
+
+/*
  * memory.oom.group=1 without a limit, today's remedy: the first OOM kill
  * takes the whole workload, the holder with it, so its call ends and the
  * lock with it, and the lockup ends with the workload: nothing of it
@@ -850,7 +951,7 @@ static int repeat_of(const struct run *r)
 static bool run_one(const struct run *r, int i, int n)
 {
 	struct outcome *o;
-	char said[64];
+	char said[80];
 
 	if (runs_done == runs_max) {
 		runs_max = runs_max ? 2 * runs_max : 64;
@@ -946,6 +1047,28 @@ static int test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call(void)
 	return run_case(&r);
 }
 
+static int test_memcg_oom_cgroup_limit_0_faulting_copy_kills_nobody(void)
+{
+	static const struct run r = {
+		.test = __func__, .memcg = true, .policy = "0",
+		.repeat = COUNTED, .check = kills_nobody,
+		.faulting_copy = true,
+	};
+
+	return run_case(&r);
+}
+
+static int test_global_oom_cgroup_limit_0_faulting_copy_kills_at_most_the_victim(void)
+{
+	static const struct run r = {
+		.test = __func__, .policy = "0",
+		.repeat = COUNTED, .check = copy_kills_at_most_the_victim,
+		.faulting_copy = true,
+	};
+
+	return run_case(&r);
+}
+
 static int test_global_oom_cgroup_limit_0_holder_kills_nobody(void)
 {
 	static const struct run r = {
@@ -1015,7 +1138,9 @@ int main(int argc, char **argv)
 		TEST_CASE(test_memcg_oom_cgroup_limit_0_kills_nobody),
 		TEST_CASE(test_memcg_oom_cgroup_limit_n_ends_without_spree),
 		TEST_CASE(test_memcg_oom_cgroup_limit_n_kills_at_most_n_in_a_call),
+		TEST_CASE(test_memcg_oom_cgroup_limit_0_faulting_copy_kills_nobody),
 		TEST_CASE(test_global_oom_cgroup_limit_0_holder_kills_nobody),
+		TEST_CASE(test_global_oom_cgroup_limit_0_faulting_copy_kills_at_most_the_victim),
 		TEST_CASE(test_global_oom_cgroup_limit_1_holder_never_kills_past_the_victim),
 		TEST_CASE(test_global_oom_cgroup_limit_n_holder_never_kills_past_the_victim),
 		TEST_CASE(test_global_oom_sysctl_0_holder_kills_nobody),

@@ -2,7 +2,9 @@
 Markdown row per case: how many runs ended without a spree, the kills
 inside and outside the workload, and how long the holder's failing call
 stalled (from the first memory.max hit under memcg OOM, from the
-moment the OOM was let come under global OOM).
+moment the OOM was let come under global OOM).  The holder's call is a
+fallocate(), or for the faulting copy a writev() from an unpopulated
+mapping, whose call fails by coming back short.
 """
 import json
 import statistics
@@ -31,6 +33,8 @@ def row(runs):
     oom = first["oom"]
     if not first["victim_on_lock"]:
         oom += ", victim not on the lock"
+    if first["holder_call"] == "writev":
+        oom += " (faulting copy)"
     return [
         oom, first["limit"], via, str(n),
         f'{sum(r["no_spree"] for r in runs)} of {n}',
