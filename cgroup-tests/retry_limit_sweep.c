@@ -26,7 +26,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/netlink.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -601,6 +603,59 @@ static void op_io_uring_write(int n)
 		report_end("short", false);
 }
 
+/*
+ * Audit on, in panic mode (auditctl -e 1 -f 2), or back off (-e 0 -f 1):
+ * 0 or -1.  A record lost in panic mode panics the machine.
+ */
+static int audit_set(bool panic_mode)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct audit_status status;
+	} req = {
+		.nlh = {
+			.nlmsg_len = sizeof(req),
+			.nlmsg_type = AUDIT_SET,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+		},
+		.status = {
+			.mask = AUDIT_STATUS_ENABLED | AUDIT_STATUS_FAILURE,
+			.enabled = panic_mode,
+			.failure = panic_mode ? AUDIT_FAIL_PANIC : AUDIT_FAIL_PRINTK,
+		},
+	};
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct {
+		struct nlmsghdr nlh;
+		struct nlmsgerr err;
+	} ack;
+	int fd = socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT), ret = -1;
+
+	if (fd < 0)
+		return -1;
+	if (sendto(fd, &req, sizeof(req), 0, (void *)&kernel,
+		   sizeof(kernel)) == sizeof(req) &&
+	    recv(fd, &ack, sizeof(ack), 0) >= (ssize_t)sizeof(ack.nlh) &&
+	    ack.nlh.nlmsg_type == NLMSG_ERROR && !ack.err.error)
+		ret = 0;
+	close(fd);
+	return ret;
+}
+
+/*
+ * fork() with audit on in panic mode: every fork allocates the child's
+ * audit context, and a failure there is a lost record, a panic.  The
+ * series exempts audit's allocations in panic mode: none may be failed.
+ */
+static void op_fork_in_audit_panic_mode(int n)
+{
+	if (audit_set(true))
+		_exit(2);
+	op_fork(n);
+	if (audit_set(false))
+		report_end("audit left in panic mode", true);
+}
+
 /* The allocators' frames, and the fault injection's own. */
 static const char *const inner[] = {
 	"dump_stack", "should_fail", "fail_dump", "should_fail_alloc_retry",
@@ -778,6 +833,18 @@ static void runs_close(void)
 	}
 }
 
+/* The sweep of fork() in audit's panic mode; audit off again after it. */
+static int test_fork_in_audit_panic_mode(void)
+{
+	int ret = sweep("fork_in_audit_panic_mode", op_fork_in_audit_panic_mode);
+
+	if (audit_set(false)) {
+		ksft_print_msg("cannot turn audit off\n");
+		ret = KSFT_FAIL;
+	}
+	return ret;
+}
+
 #define SWEEP(op) \
 static int test_##op(void) \
 { \
@@ -804,6 +871,7 @@ int main(int argc, char **argv)
 {
 	static const struct test_case tests[] = {
 		TEST_CASE(test_fork),
+		TEST_CASE(test_fork_in_audit_panic_mode),
 		TEST_CASE(test_thread),
 		TEST_CASE(test_pi_futex_contended),
 		TEST_CASE(test_robust_mutex_owner_exits),

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Sites a retry limit must not fail, in a cgroup at 0 kept at its
- * memory.max (filler_start()):
+ * memory.max, or at the guest's OOM point, by fillers (filler_start()):
  *
  * - a wait on a process-shared futex in a page never touched before, which
  *   get_futex_key() faults in: it times out, as without a limit, instead
@@ -13,16 +13,15 @@
  *   kernel's write of the frame is a kernel-mode fault on the way back to
  *   user mode, where nothing could report a failure: the handler runs,
  *   no SIGSEGV;
+ * - a read() from an eventfd into a page nobody has touched: the kernel's
+ *   write of the value is a kernel-mode write fault, after the eventfd's
+ *   counter was consumed: it succeeds, no EFAULT, nothing lost;
  * - a thread that exits holding a robust mutex (and a robust PI mutex) in
- *   a page it shares copy-on-write with a child: the kernel's robust-list
- *   walk faults a copy of the page in to mark the mutex FUTEX_OWNER_DIED,
- *   and the next locker gets EOWNERDEAD, not a wait for ever (or glibc's
- *   abort on ESRCH, for the PI mutex).
- *
- * A charge of a dying task that has already made the OOM killer kill
- * fails after its reclaim retries in 6.12 itself (try_charge_memcg()):
- * for the robust-list walk to have the memory of its kill, the fillers
- * hold still (filler_release()) while a thread exits.
+ *   a page it shares copy-on-write with a child, at the guest's global OOM
+ *   point: the kernel's robust-list walk faults a copy of the page in and
+ *   marks the mutex FUTEX_OWNER_DIED in every run, so that the next
+ *   locker gets EOWNERDEAD, not a wait for ever (or glibc's abort on
+ *   ESRCH, for the PI mutex); the limit fails nothing in the exit.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -46,7 +45,10 @@
 #include "test_util.h"
 
 #define MEMORY_MAX	"24M"
-/* Runs of the futex, signal and robust-mutex cases; execs of the exec case. */
+/*
+ * Runs of the futex, signal (and copy-out) and robust-mutex cases; execs
+ * of the exec case.
+ */
 #define FUTEX_RUNS	16
 #define SIGNAL_RUNS	16
 #define ROBUST_RUNS	8
@@ -54,11 +56,15 @@
 /* The alternate signal stack: the frame is written at its top. */
 #define ALTSTACK_BYTES	(64L << 10)
 
-static char *site_cgroup(struct filler *filler)
+/*
+ * The cgroup at 0, filled by @filler: to its memory.max @max, or, at
+ * "max", to the guest's global OOM point.
+ */
+static char *site_cgroup(struct filler *filler, char *max)
 {
 	char *cgroup = cg_name(test_cgroup_root(), "alloc-sites");
 
-	if (cg_create(cgroup) || cg_write(cgroup, "memory.max", MEMORY_MAX) ||
+	if (cg_create(cgroup) || cg_write(cgroup, "memory.max", max) ||
 	    alloc_retries_set(cgroup, "0") || filler_start(filler, cgroup, 0)) {
 		ksft_print_msg("cannot set up %s\n", cgroup);
 		cg_destroy(cgroup);
@@ -121,7 +127,7 @@ static int test_shared_futex_wait_on_new_page(void)
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (kills == MAP_FAILED)
 		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler);
+	cgroup = site_cgroup(&filler, MEMORY_MAX);
 	if (!cgroup)
 		return KSFT_FAIL;
 	for (run = 0; run < FUTEX_RUNS; run++) {
@@ -166,7 +172,7 @@ static int test_exec_past_no_return(void)
 	struct filler filler;
 	char *cgroup;
 
-	cgroup = site_cgroup(&filler);
+	cgroup = site_cgroup(&filler, MEMORY_MAX);
 	if (!cgroup)
 		return KSFT_FAIL;
 	kills = filler.stats->kills;
@@ -217,27 +223,33 @@ static int test_exec_past_no_return(void)
 	return ret;
 }
 
-/* The oom_kill count of the memory.events open at @fd; -1 if unread. */
-static long oom_kills(int fd)
+/* The count of @key in the counters file open at @fd; -1 if unread. */
+static long events_count(int fd, const char *key)
 {
-	char buf[512], *p;
+	char buf[8192], *p;
 	ssize_t len = pread(fd, buf, sizeof(buf) - 1, 0);
 
 	if (len <= 0)
 		return -1;
 	buf[len] = '\0';
-	p = strstr(buf, "oom_kill ");
-	return p ? atol(p + strlen("oom_kill ")) : -1;
+	p = strstr(buf, key);
+	return p ? atol(p + strlen(key)) : -1;
+}
+
+static long oom_kills(int fd)
+{
+	return events_count(fd, "oom_kill ");
 }
 
 /*
- * @cgroup's memory.events, opened and read once: a read allocates its
- * buffer the first time only, so that a later one in the full cgroup
- * does not fail.
+ * @cgroup's memory.events (NULL: /proc/vmstat), opened and read once: a
+ * read allocates its buffer the first time only, so that a later one in
+ * the full cgroup does not fail.
  */
 static int oom_kills_open(const char *cgroup)
 {
-	int fd = cg_open(cgroup, "memory.events", O_RDONLY);
+	int fd = cgroup ? cg_open(cgroup, "memory.events", O_RDONLY) :
+			  open("/proc/vmstat", O_RDONLY);
 
 	if (fd >= 0 && oom_kills(fd) < 0) {
 		close(fd);
@@ -296,7 +308,7 @@ static int test_signal_frame_on_new_stack(void)
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (kills == MAP_FAILED)
 		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler);
+	cgroup = site_cgroup(&filler, MEMORY_MAX);
 	if (!cgroup)
 		return KSFT_FAIL;
 	for (run = 0; run < SIGNAL_RUNS; run++) {
@@ -325,36 +337,131 @@ static int test_signal_frame_on_new_stack(void)
 	return ret;
 }
 
+/*
+ * In a child in @cgroup, once @filler has filled it: read() an eventfd
+ * holding 42 into a page mapped but never touched.  Exit status 0 if it
+ * read 8 bytes of 42; 1 if not (EFAULT: the value consumed and lost).
+ * *@kills: the OOM kills in @cgroup meanwhile.
+ */
+static int copy_out_child(const char *cgroup, struct filler *filler,
+			  long *kills)
+{
+	int events = oom_kills_open(cgroup), efd = eventfd(42, 0);
+	uint64_t *page = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ssize_t len;
+
+	touch_own_pages();
+	if (events < 0 || efd < 0 || page == MAP_FAILED ||
+	    cg_enter_current(cgroup) || !filler_wait_full(filler, 20))
+		return 2;
+	*kills = oom_kills(events);
+	len = read(efd, page, sizeof(*page));
+	*kills = oom_kills(events) - *kills;
+	return len == sizeof(*page) && *page == 42 ? 0 : 1;
+}
+
+/*
+ * Every read delivers its value, none fails with EFAULT; and the limit
+ * was met: in some run the copy-out made the OOM killer kill a filler.
+ */
+static int test_copy_out_to_new_page(void)
+{
+	int ret = KSFT_PASS, status, run;
+	struct filler filler;
+	long *kills, met = 0;
+	char *cgroup;
+
+	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (kills == MAP_FAILED)
+		return KSFT_FAIL;
+	cgroup = site_cgroup(&filler, MEMORY_MAX);
+	if (!cgroup)
+		return KSFT_FAIL;
+	for (run = 0; run < SIGNAL_RUNS; run++) {
+		pid_t pid;
+
+		*kills = 0;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			_exit(copy_out_child(cgroup, &filler, kills));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			ksft_print_msg("run %d: status %#x\n", run, status);
+			ret = KSFT_FAIL;
+		}
+		met += *kills > 0;
+	}
+	ksft_print_msg("%d runs, %ld of them met the limit\n", SIGNAL_RUNS,
+		       met);
+	if (!met) {
+		ksft_print_msg("no copy-out met the limit\n");
+		ret = KSFT_FAIL;
+	}
+	site_cgroup_done(cgroup, &filler);
+	munmap(kills, sizeof(*kills));
+	return ret;
+}
+
 /* What the robust-mutex child and its exiting thread share. */
 struct robust {
 	pthread_mutex_t mutex;	/* in a page the child's fork shares COW */
 	int locked[2];		/* the thread says it holds the mutex */
-	/* The child tells it to exit: an eventfd, whose write allocates nothing. */
-	int exit_now;
+	/*
+	 * Eventfds, whose reads and writes allocate nothing, into a shared
+	 * page, which no fork makes copy-on-write: the child says go (first
+	 * to copy what the thread writes, then to exit), the thread says it
+	 * has.  A system call's fault on a page that must be copied counts
+	 * against its limit: at 0, in the full cgroup, it is an EFAULT.
+	 */
+	int go, done;
+	uint64_t *word;
 };
 
-/* Take the mutex, say so, and exit holding it when told to. */
+/*
+ * Take the mutex, say so; when told, copy the pages this thread writes
+ * (its stack) that the fork shares; when told again, exit holding the
+ * mutex.
+ */
 static void *robust_owner(void *arg)
 {
 	struct robust *rb = arg;
-	uint64_t go;
 
 	if (pthread_mutex_lock(&rb->mutex) ||
 	    write(rb->locked[1], "l", 1) != 1 ||
-	    read(rb->exit_now, &go, sizeof(go)) != sizeof(go))
+	    read(rb->go, rb->word, sizeof(*rb->word)) != sizeof(*rb->word))
+		abort();
+	touch_own_pages();
+	if (write(rb->done, rb->word, sizeof(*rb->word)) != sizeof(*rb->word) ||
+	    read(rb->go, rb->word, sizeof(*rb->word)) != sizeof(*rb->word))
 		abort();
 	/* Not pthread_exit(): its unwinder would load libgcc_s here. */
 	syscall(SYS_exit, 0);
 	return NULL;
 }
 
+/* Tell the owner thread to go on; for the first time, wait until it has. */
+static bool robust_go(struct robust *rb, bool wait)
+{
+	*rb->word = 1;
+	if (write(rb->go, rb->word, sizeof(*rb->word)) != sizeof(*rb->word))
+		return false;
+	return !wait ||
+	       read(rb->done, rb->word, sizeof(*rb->word)) == sizeof(*rb->word);
+}
+
 /*
- * In a child in @cgroup at its memory.max: a thread takes a robust mutex
+ * In a child in @cgroup at the global OOM point: a thread takes a robust mutex
  * (@pi: priority inheriting) in a private page; a fork makes that page
  * copy-on-write; the child eats what headroom is left; the thread exits
  * holding the mutex, and the kernel's robust-list walk must copy the page
- * to mark it.  Exit status 0 if the next pthread_mutex_timedlock() gets
- * EOWNERDEAD; *@kills: the OOM kills in @cgroup while the thread exited.
+ * to mark it.  Exit status 0 if the walk marked the mutex
+ * FUTEX_OWNER_DIED, so that the next locker gets EOWNERDEAD; 1 if not
+ * (the next locker would wait for ever, or glibc abort on ESRCH for a PI
+ * mutex); @counts: the OOM kills (/proc/vmstat) and the failures by the
+ * limit in @cgroup (memory.events) while the thread exited.
  */
 /* A set-up step of robust_child() failed: say which. */
 static int setup_failed(const char *step)
@@ -364,15 +471,19 @@ static int setup_failed(const char *step)
 	return 2;
 }
 
+/* What happened in a run's exit: OOM kills, failures by the limit. */
+struct exit_counts {
+	long kills, retry_fails;
+};
+
 static int robust_child(const char *cgroup, struct filler *filler, bool pi,
-			long *kills)
+			struct exit_counts *counts)
 {
 	pthread_mutex_t dummy;
-	struct timespec until;
 	pthread_mutexattr_t attr;
 	struct robust *rb;
 	pthread_t thread;
-	int events = oom_kills_open(cgroup);
+	int events = oom_kills_open(cgroup), vmstat = oom_kills_open(NULL);
 	pid_t sharer;
 	char *eat, c;
 	int ret;
@@ -381,13 +492,15 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	eat = mmap(NULL, 1L << 30, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (events < 0 || rb == MAP_FAILED || eat == MAP_FAILED ||
+	if (events < 0 || vmstat < 0 || rb == MAP_FAILED || eat == MAP_FAILED ||
 	    pthread_mutexattr_init(&attr) ||
 	    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) ||
 	    (pi && pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT)) ||
 	    pthread_mutex_init(&rb->mutex, &attr) ||
 	    pthread_mutex_init(&dummy, &attr) || pipe(rb->locked) ||
-	    (rb->exit_now = eventfd(0, 0)) < 0)
+	    (rb->go = eventfd(0, 0)) < 0 || (rb->done = eventfd(0, 0)) < 0 ||
+	    (rb->word = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			     MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		return setup_failed("mmap, mutexes or pipes");
 	touch_own_pages();
 	if (cg_enter_current(cgroup))
@@ -405,61 +518,72 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 	if (sharer < 0 || read(rb->locked[0], &c, 1) != 1)
 		return setup_failed("the fork that shares the page");
 	/*
-	 * Copy now what this thread writes later (its stack, errno, the
-	 * robust-list fields of its thread block), while there is room:
-	 * such a fault, never limited, would make the OOM killer kill a
-	 * filler before the walk needs it.
+	 * Copy now what this thread and the owner write later (their
+	 * stacks, errno, the robust-list fields of the thread block),
+	 * while there is room: a user-mode fault, never limited, would
+	 * make the OOM killer kill a filler before the walk needs it, and
+	 * a system call's would fail with EFAULT.
 	 */
 	touch_own_pages();
 	if (pthread_mutex_lock(&dummy) || pthread_mutex_unlock(&dummy))
 		return setup_failed("the dummy mutex");
-	/* Up to memory.max, without a kill: the limit fails the populate. */
+	if (!robust_go(rb, true))
+		return setup_failed("the owner's copies");
+	/* Up to the OOM point, without a kill: the limit fails the populate. */
 	while (!madvise(eat, 64L << 10, MADV_POPULATE_WRITE))
 		eat += 64L << 10;
-	*kills = oom_kills(events);
+	counts->kills = oom_kills(vmstat);
+	counts->retry_fails = events_count(events, "alloc_retry_fail ");
 	if (errno != ENOMEM)
 		return setup_failed("filling the cgroup");
-	if (write(rb->exit_now, &(uint64_t){ 1 }, sizeof(uint64_t)) !=
-	    sizeof(uint64_t))
+	if (!robust_go(rb, false))
 		return setup_failed("telling the owner to exit");
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 10;
-	ret = pthread_mutex_timedlock(&rb->mutex, &until);
-	*kills = oom_kills(events) - *kills;
+	/* The kernel clears the thread's tid after its robust-list walk. */
+	ret = pthread_join(thread, NULL);
+	counts->kills = oom_kills(vmstat) - counts->kills;
+	counts->retry_fails = events_count(events, "alloc_retry_fail ") -
+			      counts->retry_fails;
 	kill(sharer, SIGKILL);
-	if (ret == EOWNERDEAD)
-		return 0;
-	printf("# the next lock after the owner's exit: %s\n",
-	       strerrorname_np(ret));
-	fflush(stdout);
-	return 1;
+	if (ret)
+		return setup_failed("joining the owner");
+	/* What the next locker will see: the mutex's futex word. */
+	return __atomic_load_n(&rb->mutex.__data.__lock, __ATOMIC_SEQ_CST) &
+	       FUTEX_OWNER_DIED ? 0 : 1;
 }
 
 /*
- * ROBUST_RUNS runs: every next locker gets EOWNERDEAD; and the limit was
- * met: in some run the walk's copy made the OOM killer kill a filler.
+ * ROBUST_RUNS runs at the global OOM point: in every one the walk marked
+ * the mutex FUTEX_OWNER_DIED and the limit failed nothing in the exit;
+ * and in some run the walk's copy made the OOM killer kill.  Not under
+ * memcg OOM: there 6.12 never lets a dying task invoke the OOM killer
+ * (mem_cgroup_out_of_memory() returns at task_is_dying()) and fails its
+ * charge after the reclaim retries, limit or none, so the walk gives up
+ * in a full cgroup on the kernel without the series too.
  */
 static int robust_runs(bool pi)
 {
 	int ret = KSFT_PASS, status, run;
+	struct exit_counts *counts;
 	struct filler filler;
-	long *kills, met = 0;
+	long met = 0;
 	char *cgroup;
 
-	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (kills == MAP_FAILED)
+	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (counts == MAP_FAILED)
 		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler);
+	/* The fillers are the OOM killer's choice, not this test's tasks. */
+	set_oom_score_adj(-1000);
+	cgroup = site_cgroup(&filler, "max");
 	if (!cgroup)
 		return KSFT_FAIL;
 	for (run = 0; run < ROBUST_RUNS; run++) {
 		pid_t pid;
 
-		*kills = 0;
+		memset(counts, 0, sizeof(*counts));
 		/* Room for the child's thread and fork; then hold still. */
 		filler_refill(&filler);
-		if (!filler_wait_full(&filler, 20) ||
+		if (!filler_wait_full(&filler, 60) ||
 		    !filler_release(&filler, 1L << 20)) {
 			ksft_print_msg("run %d: the filler did not fill and release\n",
 				       run);
@@ -469,13 +593,20 @@ static int robust_runs(bool pi)
 		fflush(stdout);
 		pid = fork();
 		if (pid == 0)
-			_exit(robust_child(cgroup, &filler, pi, kills));
+			_exit(robust_child(cgroup, &filler, pi, counts));
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status)) {
-			ksft_print_msg("run %d: status %#x\n", run, status);
+			ksft_print_msg("run %d: status %#x%s\n", run, status,
+				       WIFEXITED(status) &&
+				       WEXITSTATUS(status) == 1 ?
+				       ": the mutex was not marked FUTEX_OWNER_DIED" : "");
+			ret = KSFT_FAIL;
+		} else if (counts->retry_fails) {
+			ksft_print_msg("run %d: the limit failed %ld allocations in the exit\n",
+				       run, counts->retry_fails);
 			ret = KSFT_FAIL;
 		}
-		met += *kills > 0;
+		met += counts->kills > 0;
 	}
 	ksft_print_msg("%d runs, %ld of them met the limit\n", ROBUST_RUNS,
 		       met);
@@ -484,7 +615,8 @@ static int robust_runs(bool pi)
 		ret = KSFT_FAIL;
 	}
 	site_cgroup_done(cgroup, &filler);
-	munmap(kills, sizeof(*kills));
+	munmap(counts, sizeof(*counts));
+	set_oom_score_adj(0);
 	return ret;
 }
 
@@ -502,6 +634,7 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_shared_futex_wait_on_new_page),
 	TEST_CASE(test_exec_past_no_return),
 	TEST_CASE(test_signal_frame_on_new_stack),
+	TEST_CASE(test_copy_out_to_new_page),
 	TEST_CASE(test_robust_mutex_owner_exits),
 	TEST_CASE(test_robust_pi_mutex_owner_exits),
 };
