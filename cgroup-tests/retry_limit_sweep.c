@@ -29,6 +29,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/netlink.h>
+#include <limits.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -105,12 +106,26 @@ static bool failed(long ret, const char *call)
 	return true;
 }
 
+/*
+ * Set the calling thread's fail-nth.  The file is opened once per thread,
+ * while its fail-nth is 0: the open allocates, the write does not, so that
+ * setting and clearing it count no allocation of their own.
+ */
 static void fail_nth_set(int n)
 {
+	static __thread pid_t owner;
+	static __thread int fd = -1;
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%d", n);
 
-	if (write_file_errno(FAIL_NTH, buf, len))
+	if (owner != gettid()) {
+		/* A fork's copy of the fd is its parent's task's file. */
+		if (fd >= 0)
+			close(fd);
+		fd = open(FAIL_NTH, O_WRONLY);
+		owner = gettid();
+	}
+	if (fd < 0 || pwrite(fd, buf, len, 0) != len)
 		_exit(2);
 }
 
@@ -290,8 +305,9 @@ static int setuid_drop(const char *fd_arg)
 				MAP_SHARED, atoi(fd_arg), 0);
 	uid_t ruid = getuid(), e, s, rr;
 
+	/* Nothing to report into: a clean failure, said by the status. */
 	if (r == MAP_FAILED)
-		return 2;
+		return errno == ENOMEM ? 3 : 2;
 	rep = r;
 	if (seteuid(ruid) && geteuid() == 0) {
 		failed(-1, "seteuid");
@@ -313,9 +329,13 @@ static int setuid_drop(const char *fd_arg)
 /* This program, setuid root, where USER can run it. */
 static void setuid_prog_install(void)
 {
-	static const char *const cp[] = { "cp", "/proc/self/exe", SETUID_PROG,
-					   NULL };
+	char self[PATH_MAX];
+	const char *const cp[] = { "cp", self, SETUID_PROG, NULL };
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
+	if (len <= 0)
+		ksft_exit_fail_msg("/proc/self/exe: %s\n", strerror(errno));
+	self[len] = '\0';
 	mkdir(SETUID_DIR, 0755);
 	umount(SETUID_DIR);
 	if (mount("retry-limit-sweep", SETUID_DIR, "tmpfs", MS_NODEV,
@@ -324,17 +344,39 @@ static void setuid_prog_install(void)
 		ksft_exit_fail_msg("cannot install %s\n", SETUID_PROG);
 }
 
+/*
+ * A process of USER execs the setuid program with fail-nth n, which the
+ * exec keeps: the n-th point may be in execve(), in the new program's
+ * loader (exit 127, "error while loading shared libraries") or in the
+ * program's credential changes.
+ */
 static void op_exec_setuid(int n)
 {
+	int status;
 	char arg[16];
+	pid_t pid;
 
-	if (become_user(USER))
-		_exit(2);
-	snprintf(arg, sizeof(arg), "%d", rep_fd);
 	report_end("no report", true);
-	fail_nth_set(n);
-	execl(SETUID_PROG, "retry_limit_sweep", "setuid-drop", arg, NULL);
-	failed(-1, "execve");
+	pid = fork();
+	if (pid == 0) {
+		if (become_user(USER))
+			_exit(2);
+		snprintf(arg, sizeof(arg), "%d", rep_fd);
+		fail_nth_set(n);
+		execl(SETUID_PROG, "retry_limit_sweep", "setuid-drop", arg, NULL);
+		failed(-1, "execve");
+		_exit(0);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		_exit(2);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		report_end("the loader: ENOMEM (exit 127)", false);
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+		report_end("the program: mmap: ENOMEM", false);
+	else if (WIFSIGNALED(status))
+		report_end(sigabbrev_np(WTERMSIG(status)) ?: "signal", true);
+	else if (!WIFEXITED(status) || WEXITSTATUS(status))
+		report_end("the program failed", true);
 }
 
 static void op_setuid_family(int n)
@@ -474,7 +516,7 @@ static void write_fallocate(int n, const char *dir)
 		report_end("size lost", true);
 		goto out;
 	}
-	check_data(sent, got, pread(fd, got, DATA_BYTES, 0), len);
+	check_data(sent, got, pread(fd, got, len, 0), len);
 	if (!rep->bad && len < DATA_BYTES)
 		report_end("short", false);
 out:
@@ -514,7 +556,7 @@ static void op_write_from_unpopulated_mapping(int n)
 		return;
 	fail_nth_set(0);
 	memset(sent, 0, DATA_BYTES);
-	check_data(sent, got, pread(fd, got, DATA_BYTES, 0), len);
+	check_data(sent, got, pread(fd, got, len, 0), len);
 	if (!rep->bad && len < DATA_BYTES)
 		report_end("short", false);
 }
@@ -558,6 +600,10 @@ static void op_io_uring_write(int n)
 		_exit(2);
 	fail_nth_set(n);
 	ring = syscall(__NR_io_uring_setup, 4, &p);
+	if (ring < 0 && errno == ENOSYS) {
+		report_end("no io_uring in this kernel", true);
+		return;
+	}
 	if (failed(ring, "io_uring_setup"))
 		return;
 	sq = mmap(NULL, p.sq_off.array + p.sq_entries * sizeof(unsigned int),
@@ -598,7 +644,7 @@ static void op_io_uring_write(int n)
 		failed(-1, "the write's completion");
 		return;
 	}
-	check_data(sent, got, pread(fd, got, DATA_BYTES, 0), cqe->res);
+	check_data(sent, got, pread(fd, got, cqe->res, 0), cqe->res);
 	if (!rep->bad && cqe->res < DATA_BYTES)
 		report_end("short", false);
 }
@@ -711,11 +757,14 @@ static void scan_record(const char *rec, void *arg)
 		if (strstr(text, warnings[i]) && !sc->run->warning[0])
 			snprintf(sc->run->warning, sizeof(sc->run->warning),
 				 "%.*s", (int)strcspn(text, "\n"), text);
-	/* " name+0x1/0x2" frames, until the first outside the allocators */
+	/*
+	 * " name+0x1/0x2" frames, until the first outside the allocators;
+	 * " ? name+..." is a stale one, not on the call chain.
+	 */
 	if (sc->in_trace && text[0] == ' ' && strchr(text, '+') &&
 	    !sc->run->site[0]) {
-		text += strspn(text, " ?");
-		if (!is_inner(text))
+		text += strspn(text, " ");
+		if (text[0] != '?' && !is_inner(text))
 			snprintf(sc->run->site, sizeof(sc->run->site), "%.*s",
 				 (int)strcspn(text, "+"), text);
 	}
