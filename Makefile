@@ -230,8 +230,8 @@ sweep: export TEST_TIMEOUT = 3600
 sweep: export RUN_TIMEOUT = 4200
 sweep: kernel-sweep image progs containers ## fail, one by one, each allocation a limit of 0 can fail in the system calls a container makes; print the table and write it into Documentation/retry-limit-sweep.md
 	$(call boot,tests,$(BUILD)/sweep-run,retry_limit_sweep,$(BZIMAGE_SWEEP))
-	@qemu/report/report check $(BUILD)/sweep-run retry_limit_sweep ""
 	@qemu/report/sweep $(BUILD)/sweep-run/results/sweep/runs.json Documentation/retry-limit-sweep.md
+	@qemu/report/report check $(BUILD)/sweep-run retry_limit_sweep ""
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
 demo: export RUN_TIMEOUT = $(shell echo $$(( 1200 + 4 * 20 * $(LOCKUP_REPEAT) )))
