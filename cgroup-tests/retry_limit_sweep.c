@@ -63,6 +63,8 @@
 #define SETUID_DIR	"/run/retry-limit-sweep"
 #define SETUID_PROG	SETUID_DIR "/setuid-drop"
 #define EXT4_DIR	"/var/tmp"
+/* glibc's dynamic loader, as the kernel names its mapping. */
+#define LOADER		"ld-linux-x86-64.so.2"
 
 /* What a run's child reports: how the operation ended. */
 struct report {
@@ -78,6 +80,7 @@ struct run {
 	char end[48];
 	bool bad;
 	char warning[96];	/* the first kernel warning line, if any */
+	bool loader_segfault;	/* the kernel saw a fault in ld.so's code */
 };
 
 /* In a memfd, which the setuid program of the exec case maps too. */
@@ -347,8 +350,8 @@ static void setuid_prog_install(void)
 /*
  * A process of USER execs the setuid program with fail-nth n, which the
  * exec keeps: the n-th point may be in execve(), in the new program's
- * loader (exit 127, "error while loading shared libraries") or in the
- * program's credential changes.
+ * loader (exit 127, "error while loading shared libraries", or its
+ * SIGSEGV: see run_once()) or in the program's credential changes.
  */
 static void op_exec_setuid(int n)
 {
@@ -753,6 +756,15 @@ static void scan_record(const char *rec, void *arg)
 		sc->in_trace = true;
 		return;
 	}
+	/*
+	 * A fault of user-mode code is reported as "segfault at ... in
+	 * <mapping>"; the SIGSEGV that execve() sends past its point of no
+	 * return is not, so it stays a bad end.
+	 */
+	if (strstr(text, "segfault at") && strstr(text, " in " LOADER "[")) {
+		sc->run->loader_segfault = true;
+		return;
+	}
 	for (i = 0; i < ARRAY_SIZE(warnings); i++)
 		if (strstr(text, warnings[i]) && !sc->run->warning[0])
 			snprintf(sc->run->warning, sizeof(sc->run->warning),
@@ -817,6 +829,15 @@ static bool run_once(void (*op)(int), int n, struct run *run)
 		snprintf(run->end, sizeof(run->end), "%s",
 			 rep->end[0] ? rep->end : "no report");
 		run->bad = rep->bad || !rep->end[0];
+	}
+	/*
+	 * The new program's dynamic loader dereferencing the mmap() that
+	 * failed: user space's handling of an ENOMEM, which the table shows
+	 * and which is not the kernel's bad end.
+	 */
+	if (!strcmp(run->end, "SEGV") && run->loader_segfault) {
+		snprintf(run->end, sizeof(run->end), "SEGV in %s", LOADER);
+		run->bad = false;
 	}
 	if (run->warning[0])
 		run->bad = true;
