@@ -63,8 +63,6 @@
 #define SETUID_DIR	"/run/retry-limit-sweep"
 #define SETUID_PROG	SETUID_DIR "/setuid-drop"
 #define EXT4_DIR	"/var/tmp"
-/* glibc's dynamic loader, as the kernel names its mapping. */
-#define LOADER		"ld-linux-x86-64.so.2"
 
 /* What a run's child reports: how the operation ended. */
 struct report {
@@ -761,7 +759,7 @@ static void scan_record(const char *rec, void *arg)
 	 * <mapping>"; the SIGSEGV that execve() sends past its point of no
 	 * return is not, so it stays a bad end.
 	 */
-	if (strstr(text, "segfault at") && strstr(text, " in " LOADER "[")) {
+	if (strstr(text, SEGFAULT_AT) && strstr(text, IN_LOADER)) {
 		sc->run->loader_segfault = true;
 		return;
 	}

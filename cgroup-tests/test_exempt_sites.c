@@ -160,15 +160,19 @@ static int test_shared_futex_wait_on_new_page(void)
  * 64 to 512 KiB below memory.max (filler_release()), so that the limit is
  * met at different points of the exec: each ran (status 0), failed in
  * execve() (ENOMEM or E2BIG, before its point of no return), or failed in
- * the new program's own start (the dynamic loader's 127), or was chosen by
- * the OOM killer (SIGKILL); any other end, a SIGSEGV first, fails the
- * test.  And some ran, and the limit was met: some exec failed with
- * ENOMEM, or made the OOM killer kill the filler.
+ * the new program's own start (the dynamic loader's 127, or its SIGSEGV
+ * with the kernel's record of a fault in the loader's code: user space
+ * meeting an mmap() ENOMEM), or was chosen by the OOM killer (SIGKILL);
+ * any other end, a SIGSEGV first, fails the test.  And some ran, and the
+ * limit was met: some exec failed with ENOMEM, or made the OOM killer
+ * kill the filler.
  */
 static int test_exec_past_no_return(void)
 {
-	long ran = 0, failed = 0, loader = 0, killed = 0, kills;
-	int ret = KSFT_PASS, status, i;
+	long ran = 0, failed = 0, loader = 0, loader_segv = 0, killed = 0;
+	int ret = KSFT_PASS, status, kmsg, i;
+	long kills;
+	bool in_loader;
 	struct filler filler;
 	char *cgroup;
 
@@ -188,6 +192,7 @@ static int test_exec_past_no_return(void)
 			break;
 		}
 		fflush(stdout);
+		kmsg = kmsg_mark();
 		pid = fork();
 		if (pid == 0) {
 			if (cg_enter_current(cgroup))
@@ -196,9 +201,11 @@ static int test_exec_past_no_return(void)
 			_exit(errno == ENOMEM || errno == E2BIG ? 3 : 2);
 		}
 		if (waitpid(pid, &status, 0) != pid) {
+			close(kmsg);
 			ret = KSFT_FAIL;
 			break;
 		}
+		in_loader = kmsg_count(kmsg, SEGFAULT_AT, IN_LOADER) > 0;
 		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
 			ran++;
 		} else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
@@ -207,14 +214,17 @@ static int test_exec_past_no_return(void)
 			loader++;
 		} else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) {
 			killed++;
+		} else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV &&
+			   in_loader) {
+			loader_segv++;
 		} else {
 			ksft_print_msg("exec %d: status %#x\n", i, status);
 			ret = KSFT_FAIL;
 		}
 	}
 	kills = filler.stats->kills - kills;
-	ksft_print_msg("%d execs: %ld ran, %ld failed in execve(), %ld in the loader, %ld OOM-killed; filler killed %ld times\n",
-		       EXECS, ran, failed, loader, killed, kills);
+	ksft_print_msg("%d execs: %ld ran, %ld failed in execve(), %ld in the loader (exit 127), %ld SIGSEGV in the loader, %ld OOM-killed; filler killed %ld times\n",
+		       EXECS, ran, failed, loader, loader_segv, killed, kills);
 	if (!ran || (!failed && !kills)) {
 		ksft_print_msg("no exec ran, or none met the limit\n");
 		ret = KSFT_FAIL;

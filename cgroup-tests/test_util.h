@@ -46,6 +46,15 @@ int kmsg_mark(void);
 int kmsg_count(int fd, const char *needle, const char *needle2);
 /* Call @fn for each record logged since kmsg_mark() gave @fd; closes @fd. */
 void kmsg_for_each(int fd, void (*fn)(const char *rec, void *arg), void *arg);
+/*
+ * The two needles of a record x86 logs for a fault of user-mode code in
+ * glibc's dynamic loader: a loader that dereferences the mmap() that
+ * failed under a limit, user space meeting ENOMEM.  The SIGSEGV execve()
+ * sends past its point of no return logs no such record.
+ */
+#define LOADER			"ld-linux-x86-64.so.2"
+#define SEGFAULT_AT		"segfault at"
+#define IN_LOADER		" in " LOADER "["
 
 /* The trace buffer, which holds the oom:alloc_retry_fail events. */
 #define TRACE		"/sys/kernel/tracing"
