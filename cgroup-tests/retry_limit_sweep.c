@@ -979,6 +979,8 @@ int main(int argc, char **argv)
 	if (cg_create(cgroup) || alloc_retries_set(cgroup, "0"))
 		ksft_exit_fail_msg("cannot set up %s\n", cgroup);
 	setuid_prog_install();
+	/* Every segfault record: see run_once(); for the rest of the boot. */
+	printk_ratelimit_set(0);
 	if (dir) {
 		snprintf(path, sizeof(path), "%s/sweep", dir);
 		mkdir(path, 0755);

@@ -103,6 +103,19 @@ long read_long_file(const char *path)
 	return strtol(buf, NULL, 10);
 }
 
+#define PRINTK_RATELIMIT "/proc/sys/kernel/printk_ratelimit"
+
+long printk_ratelimit_set(long seconds)
+{
+	long old = read_long_file(PRINTK_RATELIMIT);
+	char buf[24];
+	int len = snprintf(buf, sizeof(buf), "%ld", seconds);
+
+	if (write_file_errno(PRINTK_RATELIMIT, buf, len))
+		ksft_exit_fail_msg("cannot write %s\n", PRINTK_RATELIMIT);
+	return old;
+}
+
 int kmsg_mark(void)
 {
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);

@@ -55,6 +55,14 @@ void kmsg_for_each(int fd, void (*fn)(const char *rec, void *arg), void *arg);
 #define LOADER			"ld-linux-x86-64.so.2"
 #define SEGFAULT_AT		"segfault at"
 #define IN_LOADER		" in " LOADER "["
+/*
+ * Set printk_ratelimit()'s interval, in seconds (0: no limit); returns the
+ * old one.  x86 logs a user-mode segfault under printk_ratelimit(), which
+ * audit also uses for every record it prints when no auditd listens: a
+ * burst of them (systemd's unit records, audit configuration changes)
+ * silences segfault records for 5 s.
+ */
+long printk_ratelimit_set(long seconds);
 
 /* The trace buffer, which holds the oom:alloc_retry_fail events. */
 #define TRACE		"/sys/kernel/tracing"
