@@ -122,7 +122,7 @@ progs: kernel-source ## the guest programs in cgroup-tests/, the series' cgroup 
 bisect: deps ## build the kernel at every patch of the series, then the whole series
 	@n=$$(ls patches/linux/*.patch | grep -vc /0000-cover-letter.patch); for k in $$(seq 1 $$n); do \
 		echo "bisect: patches 1..$$k of $$n"; \
-		SERIES_UPTO=$$k qemu/build/kernel-source && qemu/build/kernel || exit 1; \
+		SERIES_UPTO=$$k qemu/build/kernel-source && SERIES_UPTO=$$k qemu/build/kernel || exit 1; \
 	done
 
 containers: deps ## the container workloads, bundle template and scenario runner
