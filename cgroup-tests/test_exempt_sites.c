@@ -82,6 +82,54 @@ static void site_cgroup_done(char *cgroup, struct filler *filler)
 }
 
 /*
+ * @runs runs of @child, each in a process of its own in a cgroup at 0 kept
+ * at its memory.max: every run must exit 0, and the limit must have been
+ * met in some run (the child's call made the OOM killer kill a filler;
+ * not in every run: the page may come from memory freed just before).
+ * @what says what met it.
+ */
+static int site_runs(int runs, int (*child)(const char *cgroup,
+					    struct filler *filler, long *kills),
+		     const char *what)
+{
+	int ret = KSFT_PASS, status, run;
+	struct filler filler;
+	long *kills, met = 0;
+	char *cgroup;
+
+	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (kills == MAP_FAILED)
+		return KSFT_FAIL;
+	cgroup = site_cgroup(&filler, MEMORY_MAX);
+	if (!cgroup)
+		return KSFT_FAIL;
+	for (run = 0; run < runs; run++) {
+		pid_t pid;
+
+		*kills = 0;
+		fflush(stdout);
+		pid = fork();
+		if (pid == 0)
+			_exit(child(cgroup, &filler, kills));
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			ksft_print_msg("run %d: status %#x\n", run, status);
+			ret = KSFT_FAIL;
+		}
+		met += *kills > 0;
+	}
+	ksft_print_msg("%d runs, %ld of them met the limit\n", runs, met);
+	if (!met) {
+		ksft_print_msg("no %s met the limit\n", what);
+		ret = KSFT_FAIL;
+	}
+	site_cgroup_done(cgroup, &filler);
+	munmap(kills, sizeof(*kills));
+	return ret;
+}
+
+/*
  * In a child in @cgroup, once @filler has filled it: FUTEX_WAIT (shared)
  * for 50 ms on a word of a page of shared anonymous memory nobody has
  * touched.  Exit status 0 if it timed out, 1 if not; *@kills is set to the
@@ -112,47 +160,12 @@ static int shared_futex_child(const char *cgroup, struct filler *filler,
 }
 
 /*
- * Every wait times out, as without a limit; and the limit was met: in
- * some run the fault made the OOM killer kill a filler (not in every
- * run: the page may come from memory freed just before).
+ * Every wait times out, as without a limit; and the limit was met in some
+ * run.
  */
 static int test_shared_futex_wait_on_new_page(void)
 {
-	int ret = KSFT_PASS, status, run;
-	struct filler filler;
-	long *kills, met = 0;
-	char *cgroup;
-
-	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (kills == MAP_FAILED)
-		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler, MEMORY_MAX);
-	if (!cgroup)
-		return KSFT_FAIL;
-	for (run = 0; run < FUTEX_RUNS; run++) {
-		pid_t pid;
-
-		*kills = 0;
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0)
-			_exit(shared_futex_child(cgroup, &filler, kills));
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status)) {
-			ksft_print_msg("run %d: status %#x\n", run, status);
-			ret = KSFT_FAIL;
-		}
-		met += *kills > 0;
-	}
-	ksft_print_msg("%d runs, %ld of them met the limit\n", FUTEX_RUNS, met);
-	if (!met) {
-		ksft_print_msg("no wait met the limit\n");
-		ret = KSFT_FAIL;
-	}
-	site_cgroup_done(cgroup, &filler);
-	munmap(kills, sizeof(*kills));
-	return ret;
+	return site_runs(FUTEX_RUNS, shared_futex_child, "wait");
 }
 
 /*
@@ -312,42 +325,7 @@ static int signal_child(const char *cgroup, struct filler *filler,
  */
 static int test_signal_frame_on_new_stack(void)
 {
-	int ret = KSFT_PASS, status, run;
-	struct filler filler;
-	long *kills, met = 0;
-	char *cgroup;
-
-	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (kills == MAP_FAILED)
-		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler, MEMORY_MAX);
-	if (!cgroup)
-		return KSFT_FAIL;
-	for (run = 0; run < SIGNAL_RUNS; run++) {
-		pid_t pid;
-
-		*kills = 0;
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0)
-			_exit(signal_child(cgroup, &filler, kills));
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status)) {
-			ksft_print_msg("run %d: status %#x\n", run, status);
-			ret = KSFT_FAIL;
-		}
-		met += *kills > 0;
-	}
-	ksft_print_msg("%d runs, %ld of them met the limit\n", SIGNAL_RUNS,
-		       met);
-	if (!met) {
-		ksft_print_msg("no signal frame met the limit\n");
-		ret = KSFT_FAIL;
-	}
-	site_cgroup_done(cgroup, &filler);
-	munmap(kills, sizeof(*kills));
-	return ret;
+	return site_runs(SIGNAL_RUNS, signal_child, "signal frame");
 }
 
 /*
@@ -380,42 +358,7 @@ static int copy_out_child(const char *cgroup, struct filler *filler,
  */
 static int test_copy_out_to_new_page(void)
 {
-	int ret = KSFT_PASS, status, run;
-	struct filler filler;
-	long *kills, met = 0;
-	char *cgroup;
-
-	kills = mmap(NULL, sizeof(*kills), PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (kills == MAP_FAILED)
-		return KSFT_FAIL;
-	cgroup = site_cgroup(&filler, MEMORY_MAX);
-	if (!cgroup)
-		return KSFT_FAIL;
-	for (run = 0; run < SIGNAL_RUNS; run++) {
-		pid_t pid;
-
-		*kills = 0;
-		fflush(stdout);
-		pid = fork();
-		if (pid == 0)
-			_exit(copy_out_child(cgroup, &filler, kills));
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status)) {
-			ksft_print_msg("run %d: status %#x\n", run, status);
-			ret = KSFT_FAIL;
-		}
-		met += *kills > 0;
-	}
-	ksft_print_msg("%d runs, %ld of them met the limit\n", SIGNAL_RUNS,
-		       met);
-	if (!met) {
-		ksft_print_msg("no copy-out met the limit\n");
-		ret = KSFT_FAIL;
-	}
-	site_cgroup_done(cgroup, &filler);
-	munmap(kills, sizeof(*kills));
-	return ret;
+	return site_runs(SIGNAL_RUNS, copy_out_child, "copy-out");
 }
 
 /* What the robust-mutex child and its exiting thread share. */
