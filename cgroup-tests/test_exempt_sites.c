@@ -16,12 +16,13 @@
  * - a read() from an eventfd into a page nobody has touched: the kernel's
  *   write of the value is a kernel-mode write fault, after the eventfd's
  *   counter was consumed: it succeeds, no EFAULT, nothing lost;
- * - a thread that exits holding a robust mutex (and a robust PI mutex) in
- *   a page it shares copy-on-write with a child, at the guest's global OOM
- *   point: the kernel's robust-list walk faults a copy of the page in and
- *   marks the mutex FUTEX_OWNER_DIED in every run, so that the next
- *   locker gets EOWNERDEAD, not a wait for ever (or glibc's abort on
- *   ESRCH, for the PI mutex); the limit fails nothing in the exit.
+ * - threads that exit one at a time, each holding a robust mutex (and a
+ *   robust PI mutex) in a page it shares copy-on-write with a child, at
+ *   the guest's global OOM point: the kernel's robust-list walk faults a
+ *   copy of the page in and marks the mutex FUTEX_OWNER_DIED in every
+ *   exit, so that the next locker gets EOWNERDEAD, not a wait for ever
+ *   (or glibc's abort on ESRCH, for the PI mutex); the limit fails
+ *   nothing in the exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +37,7 @@
 #include <time.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,7 +53,9 @@
  */
 #define FUTEX_RUNS	16
 #define SIGNAL_RUNS	16
-#define ROBUST_RUNS	8
+#define ROBUST_RUNS	4
+/* Threads of a robust-mutex run, each exiting in turn at the OOM point. */
+#define ROBUST_OWNERS	8
 #define EXECS		24
 /* The alternate signal stack: the frame is written at its top. */
 #define ALTSTACK_BYTES	(64L << 10)
@@ -361,16 +365,16 @@ static int test_copy_out_to_new_page(void)
 	return site_runs(SIGNAL_RUNS, copy_out_child, "copy-out");
 }
 
-/* What the robust-mutex child and its exiting thread share. */
+/* What the robust-mutex child and one of its owner threads share. */
 struct robust {
-	pthread_mutex_t mutex;	/* in a page the child's fork shares COW */
-	int locked[2];		/* the thread says it holds the mutex */
+	pthread_mutex_t mutex;	/* in a page of its own the child's fork shares COW */
+	int locked;		/* a pipe: the owner says it holds the mutex */
 	/*
 	 * Eventfds, whose reads and writes allocate nothing, into a shared
 	 * page, which no fork makes copy-on-write: the child says go (first
-	 * to copy what the thread writes, then to exit), the thread says it
+	 * to copy what the owner writes, then to exit), the owner says it
 	 * has.  A system call's fault on a page that must be copied counts
-	 * against its limit: at 0, in the full cgroup, it is an EFAULT.
+	 * against its limit: at 0, at the OOM point, it is an EFAULT.
 	 */
 	int go, done;
 	uint64_t *word;
@@ -385,8 +389,7 @@ static void *robust_owner(void *arg)
 {
 	struct robust *rb = arg;
 
-	if (pthread_mutex_lock(&rb->mutex) ||
-	    write(rb->locked[1], "l", 1) != 1 ||
+	if (pthread_mutex_lock(&rb->mutex) || write(rb->locked, "l", 1) != 1 ||
 	    read(rb->go, rb->word, sizeof(*rb->word)) != sizeof(*rb->word))
 		abort();
 	touch_own_pages();
@@ -408,17 +411,6 @@ static bool robust_go(struct robust *rb, bool wait)
 	       read(rb->done, rb->word, sizeof(*rb->word)) == sizeof(*rb->word);
 }
 
-/*
- * In a child in @cgroup at the global OOM point: a thread takes a robust mutex
- * (@pi: priority inheriting) in a private page; a fork makes that page
- * copy-on-write; the child eats what headroom is left; the thread exits
- * holding the mutex, and the kernel's robust-list walk must copy the page
- * to mark it.  Exit status 0 if the walk marked the mutex
- * FUTEX_OWNER_DIED, so that the next locker gets EOWNERDEAD; 1 if not
- * (the next locker would wait for ever, or glibc abort on ESRCH for a PI
- * mutex); @counts: the OOM kills (/proc/vmstat) and the failures by the
- * limit in @cgroup (memory.events) while the thread exited.
- */
 /* A set-up step of robust_child() failed: say which. */
 static int setup_failed(const char *step)
 {
@@ -427,55 +419,81 @@ static int setup_failed(const char *step)
 	return 2;
 }
 
-/* What happened in a run's exit: OOM kills, failures by the limit. */
+/* What happened in a run's exits. */
 struct exit_counts {
-	long kills, retry_fails;
+	long kills;		/* OOM kills while an owner exited */
+	long retry_fails;	/* failures by the limit meanwhile */
+	int met;		/* exits during which the OOM killer killed */
+	int unmarked;		/* mutexes the walk left without OWNER_DIED */
 };
 
+/*
+ * In a child in @cgroup: ROBUST_OWNERS threads each take a robust mutex
+ * (@pi: priority inheriting) in a private page of its own; a fork makes
+ * those pages copy-on-write; then, one at a time, once @filler has filled
+ * the guest to its global OOM point again, an owner exits holding its
+ * mutex, and the kernel's robust-list walk must copy the page to mark it.
+ * Exit status 0 if every walk marked its mutex FUTEX_OWNER_DIED, so that
+ * the next locker gets EOWNERDEAD; 1 if not (the next locker would wait
+ * for ever, or glibc abort on ESRCH for a PI mutex).
+ */
 static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 			struct exit_counts *counts)
 {
-	pthread_mutex_t dummy;
-	pthread_mutexattr_t attr;
-	struct robust *rb;
-	pthread_t thread;
 	int events = oom_kills_open(cgroup), vmstat = oom_kills_open(NULL);
+	long page = getpagesize(), kills, fails;
+	pthread_t threads[ROBUST_OWNERS];
+	pthread_mutexattr_t attr;
+	pthread_mutex_t dummy;
+	struct robust *rb;
+	int locked[2], i;
+	uint64_t *words;
 	pid_t sharer;
-	char *eat, c;
-	int ret;
+	char *pages;
+	char c;
 
-	rb = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
-		  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	eat = mmap(NULL, 1L << 30, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (events < 0 || vmstat < 0 || rb == MAP_FAILED || eat == MAP_FAILED ||
-	    pthread_mutexattr_init(&attr) ||
+	pages = mmap(NULL, ROBUST_OWNERS * page, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	words = mmap(NULL, page, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (events < 0 || vmstat < 0 || pages == MAP_FAILED ||
+	    words == MAP_FAILED || pthread_mutexattr_init(&attr) ||
 	    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST) ||
 	    (pi && pthread_mutexattr_setprotocol(&attr, PTHREAD_PRIO_INHERIT)) ||
-	    pthread_mutex_init(&rb->mutex, &attr) ||
-	    pthread_mutex_init(&dummy, &attr) || pipe(rb->locked) ||
-	    (rb->go = eventfd(0, 0)) < 0 || (rb->done = eventfd(0, 0)) < 0 ||
-	    (rb->word = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
-			     MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
-		return setup_failed("mmap, mutexes or pipes");
+	    pthread_mutex_init(&dummy, &attr) || pipe(locked))
+		return setup_failed("mmap, mutex or pipe");
+	for (i = 0; i < ROBUST_OWNERS; i++) {
+		rb = (struct robust *)(pages + i * page);
+		rb->locked = locked[1];
+		rb->word = &words[i];
+		if (pthread_mutex_init(&rb->mutex, &attr) ||
+		    (rb->go = eventfd(0, 0)) < 0 ||
+		    (rb->done = eventfd(0, 0)) < 0)
+			return setup_failed("an owner's mutex or eventfds");
+	}
 	touch_own_pages();
 	if (cg_enter_current(cgroup))
 		return setup_failed("entering the cgroup");
-	errno = pthread_create(&thread, NULL, robust_owner, rb);
-	if (errno || read(rb->locked[0], &c, 1) != 1)
-		return setup_failed("the owner thread");
+	for (i = 0; i < ROBUST_OWNERS; i++) {
+		errno = pthread_create(&threads[i], NULL, robust_owner,
+				       pages + i * page);
+		if (errno || read(locked[0], &c, 1) != 1)
+			return setup_failed("an owner thread");
+	}
 	sharer = fork();
 	if (sharer == 0) {
 		touch_own_pages();
-		if (write(rb->locked[1], "s", 1) == 1)
+		/* It holds no memory of its own past this child's end. */
+		if (!prctl(PR_SET_PDEATHSIG, SIGKILL) &&
+		    write(locked[1], "s", 1) == 1)
 			pause();
 		_exit(0);
 	}
-	if (sharer < 0 || read(rb->locked[0], &c, 1) != 1)
-		return setup_failed("the fork that shares the page");
+	if (sharer < 0 || read(locked[0], &c, 1) != 1)
+		return setup_failed("the fork that shares the pages");
 	/*
-	 * Copy now what this thread and the owner write later (their
-	 * stacks, errno, the robust-list fields of the thread block),
+	 * Copy now what this thread and the owners write later (their
+	 * stacks, errno, the robust-list fields of the thread blocks),
 	 * while there is room: a user-mode fault, never limited, would
 	 * make the OOM killer kill a filler before the walk needs it, and
 	 * a system call's would fail with EFAULT.
@@ -483,45 +501,59 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 	touch_own_pages();
 	if (pthread_mutex_lock(&dummy) || pthread_mutex_unlock(&dummy))
 		return setup_failed("the dummy mutex");
-	if (!robust_go(rb, true))
-		return setup_failed("the owner's copies");
-	/* Up to the OOM point, without a kill: the limit fails the populate. */
-	while (!madvise(eat, 64L << 10, MADV_POPULATE_WRITE))
-		eat += 64L << 10;
-	counts->kills = oom_kills(vmstat);
-	counts->retry_fails = events_count(events, "alloc_retry_fail ");
-	if (errno != ENOMEM)
-		return setup_failed("filling the cgroup");
-	if (!robust_go(rb, false))
-		return setup_failed("telling the owner to exit");
-	/* The kernel clears the thread's tid after its robust-list walk. */
-	ret = pthread_join(thread, NULL);
-	counts->kills = oom_kills(vmstat) - counts->kills;
-	counts->retry_fails = events_count(events, "alloc_retry_fail ") -
-			      counts->retry_fails;
+	for (i = 0; i < ROBUST_OWNERS; i++)
+		if (!robust_go((struct robust *)(pages + i * page), true))
+			return setup_failed("an owner's copies");
+	for (i = 0; i < ROBUST_OWNERS; i++) {
+		rb = (struct robust *)(pages + i * page);
+		/*
+		 * Up to the OOM point again, by the fillers, not by this
+		 * task: what fills the guest is then what the OOM killer
+		 * kills, and a kill frees it.  Memory this unkillable task
+		 * held would be no one's to free, and a guest whose fillers
+		 * had been killed would run out of tasks to kill.
+		 */
+		filler_refill(filler);
+		errno = ETIMEDOUT;
+		if (!filler_wait_full(filler, 60))
+			return setup_failed("refilling the guest");
+		kills = oom_kills(vmstat);
+		fails = events_count(events, "alloc_retry_fail ");
+		if (!robust_go(rb, false))
+			return setup_failed("telling an owner to exit");
+		/* The kernel clears the thread's tid after its walk. */
+		errno = pthread_join(threads[i], NULL);
+		if (errno)
+			return setup_failed("joining an owner");
+		kills = oom_kills(vmstat) - kills;
+		counts->kills += kills;
+		counts->met += kills > 0;
+		counts->retry_fails += events_count(events, "alloc_retry_fail ") -
+				       fails;
+		/* What the next locker will see: the mutex's futex word. */
+		if (!(__atomic_load_n(&rb->mutex.__data.__lock,
+				      __ATOMIC_SEQ_CST) & FUTEX_OWNER_DIED))
+			counts->unmarked++;
+	}
 	kill(sharer, SIGKILL);
-	if (ret)
-		return setup_failed("joining the owner");
-	/* What the next locker will see: the mutex's futex word. */
-	return __atomic_load_n(&rb->mutex.__data.__lock, __ATOMIC_SEQ_CST) &
-	       FUTEX_OWNER_DIED ? 0 : 1;
+	return counts->unmarked ? 1 : 0;
 }
 
 /*
- * ROBUST_RUNS runs at the global OOM point: in every one the walk marked
- * the mutex FUTEX_OWNER_DIED and the limit failed nothing in the exit;
- * and in some run the walk's copy made the OOM killer kill.  Not under
- * memcg OOM: there 6.12 never lets a dying task invoke the OOM killer
- * (mem_cgroup_out_of_memory() returns at task_is_dying()) and fails its
- * charge after the reclaim retries, limit or none, so the walk gives up
- * in a full cgroup on the kernel without the series too.
+ * ROBUST_RUNS runs of ROBUST_OWNERS exits at the global OOM point: in
+ * every one each walk marked its mutex FUTEX_OWNER_DIED and the limit
+ * failed nothing in the exits; and in some run an exit made the OOM
+ * killer kill.  Not under memcg OOM: there 6.12 never lets a dying task
+ * invoke the OOM killer (mem_cgroup_out_of_memory() returns at
+ * task_is_dying()) and fails its charge after the reclaim retries, limit
+ * or none, so the walk gives up in a full cgroup on the kernel without
+ * the series too.
  */
 static int robust_runs(bool pi)
 {
-	int ret = KSFT_PASS, status, run;
+	int ret = KSFT_PASS, status, run, met = 0;
 	struct exit_counts *counts;
 	struct filler filler;
-	long met = 0;
 	char *cgroup;
 
 	counts = mmap(NULL, sizeof(*counts), PROT_READ | PROT_WRITE,
@@ -537,10 +569,10 @@ static int robust_runs(bool pi)
 		pid_t pid;
 
 		memset(counts, 0, sizeof(*counts));
-		/* Room for the child's thread and fork; then hold still. */
+		/* Room for the child's threads and fork; then hold still. */
 		filler_refill(&filler);
 		if (!filler_wait_full(&filler, 60) ||
-		    !filler_release(&filler, 1L << 20)) {
+		    !filler_release(&filler, 4L << 20)) {
 			ksft_print_msg("run %d: the filler did not fill and release\n",
 				       run);
 			ret = KSFT_FAIL;
@@ -555,19 +587,21 @@ static int robust_runs(bool pi)
 			ksft_print_msg("run %d: status %#x%s\n", run, status,
 				       WIFEXITED(status) &&
 				       WEXITSTATUS(status) == 1 ?
-				       ": the mutex was not marked FUTEX_OWNER_DIED" : "");
+				       ": a mutex was not marked FUTEX_OWNER_DIED" : "");
 			ret = KSFT_FAIL;
 		} else if (counts->retry_fails) {
-			ksft_print_msg("run %d: the limit failed %ld allocations in the exit\n",
+			ksft_print_msg("run %d: the limit failed %ld allocations in the exits\n",
 				       run, counts->retry_fails);
 			ret = KSFT_FAIL;
 		}
-		met += counts->kills > 0;
+		ksft_print_msg("run %d: %d of %d exits met an OOM kill (%ld kills)\n",
+			       run, counts->met, ROBUST_OWNERS, counts->kills);
+		met += counts->met;
 	}
-	ksft_print_msg("%d runs, %ld of them met the limit\n", ROBUST_RUNS,
-		       met);
+	ksft_print_msg("%d runs of %d exits, %d exits met an OOM kill\n",
+		       ROBUST_RUNS, ROBUST_OWNERS, met);
 	if (!met) {
-		ksft_print_msg("no robust-list walk met the limit\n");
+		ksft_print_msg("no robust-list walk met the OOM point\n");
 		ret = KSFT_FAIL;
 	}
 	site_cgroup_done(cgroup, &filler);
