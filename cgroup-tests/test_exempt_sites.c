@@ -373,8 +373,7 @@ struct robust {
 	 * Eventfds, whose reads and writes allocate nothing, into a shared
 	 * page, which no fork makes copy-on-write: the child says go (first
 	 * to copy what the owner writes, then to exit), the owner says it
-	 * has.  A system call's fault on a page that must be copied counts
-	 * against its limit: at 0, at the OOM point, it is an EFAULT.
+	 * has, and no message needs memory at the OOM point.
 	 */
 	int go, done;
 	uint64_t *word;
@@ -495,8 +494,7 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 	 * Copy now what this thread and the owners write later (their
 	 * stacks, errno, the robust-list fields of the thread blocks),
 	 * while there is room: a user-mode fault, never limited, would
-	 * make the OOM killer kill a filler before the walk needs it, and
-	 * a system call's would fail with EFAULT.
+	 * make the OOM killer kill a filler before the walk needs it.
 	 */
 	touch_own_pages();
 	if (pthread_mutex_lock(&dummy) || pthread_mutex_unlock(&dummy))
