@@ -16,6 +16,10 @@
  * - a read() from an eventfd into a page nobody has touched: the kernel's
  *   write of the value is a kernel-mode write fault, after the eventfd's
  *   counter was consumed: it succeeds, no EFAULT, nothing lost;
+ * - a recvfrom() whose address length is in a page of a file not in
+ *   memory: move_addr_to_user() reads it after the datagram was taken,
+ *   a read the series exempts by name: the datagram is returned, no
+ *   EFAULT;
  * - threads that exit one at a time, each holding a robust mutex (and a
  *   robust PI mutex) in a page it shares copy-on-write with a child, at
  *   the guest's global OOM point: the kernel's robust-list walk faults a
@@ -38,7 +42,9 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +63,8 @@
 /* Threads of a robust-mutex run, each exiting in turn at the OOM point. */
 #define ROBUST_OWNERS	8
 #define EXECS		24
+/* Where a page of a file not in memory is made: ext4 in the guest. */
+#define FILE_PAGE_DIR	"/var/tmp"
 /* The alternate signal stack: the frame is written at its top. */
 #define ALTSTACK_BYTES	(64L << 10)
 
@@ -365,6 +373,76 @@ static int test_copy_out_to_new_page(void)
 	return site_runs(SIGNAL_RUNS, copy_out_child, "copy-out");
 }
 
+/*
+ * A private, writable mapping of a page of a file on ext4 that is not in
+ * memory, holding @value at its start: a read of it must bring the page
+ * in.  NULL if it could not be set up.
+ */
+static int *file_page_not_in_memory(int value)
+{
+	long page = getpagesize();
+	unsigned char resident;
+	int fd, *map;
+
+	fd = open(FILE_PAGE_DIR, O_TMPFILE | O_RDWR, 0600);
+	if (fd < 0 || ftruncate(fd, page) ||
+	    pwrite(fd, &value, sizeof(value), 0) != sizeof(value) ||
+	    fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		return NULL;
+	map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED || mincore(map, page, &resident) ||
+	    (resident & 1))
+		return NULL;
+	return map;
+}
+
+/*
+ * In a child in @cgroup, once @filler has filled it: recvfrom() a
+ * datagram waiting on a socketpair, with the address length in a page of
+ * a file that is not in memory: move_addr_to_user() reads it after the
+ * datagram was taken.  Exit status 0 if the call returned the datagram;
+ * 1 if not (EFAULT: the datagram taken and lost).  *@kills: the OOM kills
+ * in @cgroup meanwhile.
+ */
+static int addr_len_child(const char *cgroup, struct filler *filler,
+			  long *kills)
+{
+	int events = oom_kills_open(cgroup), sv[2];
+	socklen_t *addr_len;
+	struct sockaddr_un from;
+	char buf[8];
+	ssize_t got;
+
+	addr_len = (socklen_t *)file_page_not_in_memory(sizeof(from));
+	touch_own_pages();
+	if (events < 0 || !addr_len ||
+	    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) ||
+	    send(sv[0], "datagram", 8, 0) != 8 ||
+	    cg_enter_current(cgroup) || !filler_wait_full(filler, 20))
+		return 2;
+	*kills = oom_kills(events);
+	got = recvfrom(sv[1], buf, sizeof(buf), 0, (struct sockaddr *)&from,
+		       addr_len);
+	*kills = oom_kills(events) - *kills;
+	if (got == 8 && !memcmp(buf, "datagram", 8))
+		return 0;
+	printf("# recvfrom with its address length in a file page: %zd, %s\n",
+	       got, strerror(errno));
+	fflush(stdout);
+	return 1;
+}
+
+/*
+ * Every recvfrom() returns its datagram, none fails with EFAULT after
+ * taking it; and the limit was met: in some run the read of the address
+ * length made the OOM killer kill a filler.
+ */
+static int test_recvfrom_addr_len_in_file_page(void)
+{
+	return site_runs(SIGNAL_RUNS, addr_len_child, "address length read");
+}
+
 /* What the robust-mutex child and one of its owner threads share. */
 struct robust {
 	pthread_mutex_t mutex;	/* in a page of its own the child's fork shares COW */
@@ -538,14 +616,19 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 }
 
 /*
- * ROBUST_RUNS runs of ROBUST_OWNERS exits at the global OOM point: in
- * every one each walk marked its mutex FUTEX_OWNER_DIED and the limit
- * failed nothing in the exits; and in some run an exit made the OOM
- * killer kill.  Not under memcg OOM: there 6.12 never lets a dying task
- * invoke the OOM killer (mem_cgroup_out_of_memory() returns at
- * task_is_dying()) and fails its charge after the reclaim retries, limit
- * or none, so the walk gives up in a full cgroup on the kernel without
- * the series too.
+ * ROBUST_RUNS runs of ROBUST_OWNERS exits, each started once a filler's
+ * allocation has just failed by the limit (the guest at its OOM point):
+ * in every one each walk marked its mutex FUTEX_OWNER_DIED and the limit
+ * failed nothing in the exits.  The OOM kills during the exits are
+ * reported, not required: a limited filler gives up after one round of
+ * reclaim without progress, the exiting thread after sixteen, so its one
+ * page mostly comes from reclaim (kills in 1 of 32 to 38 of 64 exits per
+ * case and boot); make sweep's fail_alloc_retry shows that the limit can
+ * fail none of the exit's allocations.  Not under memcg OOM: there 6.12
+ * never lets a dying task invoke the OOM killer
+ * (mem_cgroup_out_of_memory() returns at task_is_dying()) and fails its
+ * charge after the reclaim retries, limit or none, so the walk gives up
+ * in a full cgroup on the kernel without the series too.
  */
 static int robust_runs(bool pi)
 {
@@ -598,10 +681,6 @@ static int robust_runs(bool pi)
 	}
 	ksft_print_msg("%d runs of %d exits, %d exits met an OOM kill\n",
 		       ROBUST_RUNS, ROBUST_OWNERS, met);
-	if (!met) {
-		ksft_print_msg("no robust-list walk met the OOM point\n");
-		ret = KSFT_FAIL;
-	}
 	site_cgroup_done(cgroup, &filler);
 	munmap(counts, sizeof(*counts));
 	set_oom_score_adj(0);
@@ -623,6 +702,7 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_exec_past_no_return),
 	TEST_CASE(test_signal_frame_on_new_stack),
 	TEST_CASE(test_copy_out_to_new_page),
+	TEST_CASE(test_recvfrom_addr_len_in_file_page),
 	TEST_CASE(test_robust_mutex_owner_exits),
 	TEST_CASE(test_robust_pi_mutex_owner_exits),
 };
