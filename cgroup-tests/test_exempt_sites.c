@@ -86,6 +86,47 @@ static char *site_cgroup(struct filler *filler, char *max)
 	return cgroup;
 }
 
+/*
+ * For the robust cases: the cgroup at 0 at the guest's global OOM point,
+ * its fillers in its leaf "fill" and the exiting child in its leaf "exit",
+ * whose memory.events then counts the child's failures by the limit
+ * alone, not the fillers'.  The leaf "exit", or NULL.
+ */
+static char *robust_cgroups(struct filler *filler)
+{
+	char *parent = cg_name(test_cgroup_root(), "alloc-sites");
+	char *fill = cg_name(parent, "fill"), *exits = cg_name(parent, "exit");
+
+	if (cg_create(parent) || alloc_retries_set(parent, "0") ||
+	    cg_write(parent, "cgroup.subtree_control", "+memory") ||
+	    cg_create(fill) || cg_create(exits) ||
+	    filler_start(filler, fill, 0)) {
+		ksft_print_msg("cannot set up %s\n", exits);
+		cg_destroy(exits);
+		cg_destroy(fill);
+		cg_destroy(parent);
+		free(exits);
+		exits = NULL;
+	}
+	free(fill);
+	free(parent);
+	return exits;
+}
+
+static void robust_cgroups_done(char *exits, struct filler *filler)
+{
+	char *parent = cg_name(test_cgroup_root(), "alloc-sites");
+	char *fill = cg_name(parent, "fill");
+
+	filler_stop(filler);
+	cg_destroy(exits);
+	cg_destroy(fill);
+	cg_destroy(parent);
+	free(fill);
+	free(parent);
+	free(exits);
+}
+
 static void site_cgroup_done(char *cgroup, struct filler *filler)
 {
 	filler_stop(filler);
@@ -373,10 +414,19 @@ static int test_copy_out_to_new_page(void)
 	return site_runs(SIGNAL_RUNS, copy_out_child, "copy-out");
 }
 
+/* A set-up step of a child failed: say which. */
+static int setup_failed(const char *step)
+{
+	printf("# %s: %s\n", step, strerror(errno));
+	fflush(stdout);
+	return 2;
+}
+
 /*
- * A private, writable mapping of a page of a file on ext4 that is not in
+ * A shared, writable mapping of a page of a file on ext4 that is not in
  * memory, holding @value at its start: a read of it must bring the page
- * in.  NULL if it could not be set up.
+ * in, and a write after it allocates nothing more.  NULL if it could not
+ * be set up, with the step said.
  */
 static int *file_page_not_in_memory(int value)
 {
@@ -387,13 +437,21 @@ static int *file_page_not_in_memory(int value)
 	fd = open(FILE_PAGE_DIR, O_TMPFILE | O_RDWR, 0600);
 	if (fd < 0 || ftruncate(fd, page) ||
 	    pwrite(fd, &value, sizeof(value), 0) != sizeof(value) ||
-	    fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+	    fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)) {
+		setup_failed("a file page in " FILE_PAGE_DIR);
 		return NULL;
-	map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	}
+	map = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED || mincore(map, page, &resident) ||
-	    (resident & 1))
+	if (map == MAP_FAILED || mincore(map, page, &resident)) {
+		setup_failed("mapping the file page");
 		return NULL;
+	}
+	if (resident & 1) {
+		errno = EEXIST;
+		setup_failed("the file page stayed in memory");
+		return NULL;
+	}
 	return map;
 }
 
@@ -416,11 +474,13 @@ static int addr_len_child(const char *cgroup, struct filler *filler,
 
 	addr_len = (socklen_t *)file_page_not_in_memory(sizeof(from));
 	touch_own_pages();
-	if (events < 0 || !addr_len ||
-	    socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) ||
-	    send(sv[0], "datagram", 8, 0) != 8 ||
-	    cg_enter_current(cgroup) || !filler_wait_full(filler, 20))
+	if (!addr_len)
 		return 2;
+	if (events < 0 || socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) ||
+	    send(sv[0], "datagram", 8, 0) != 8)
+		return setup_failed("memory.events, socketpair or send");
+	if (cg_enter_current(cgroup) || !filler_wait_full(filler, 20))
+		return setup_failed("entering the full cgroup");
 	*kills = oom_kills(events);
 	got = recvfrom(sv[1], buf, sizeof(buf), 0, (struct sockaddr *)&from,
 		       addr_len);
@@ -488,19 +548,12 @@ static bool robust_go(struct robust *rb, bool wait)
 	       read(rb->done, rb->word, sizeof(*rb->word)) == sizeof(*rb->word);
 }
 
-/* A set-up step of robust_child() failed: say which. */
-static int setup_failed(const char *step)
-{
-	printf("# %s: %s\n", step, strerror(errno));
-	fflush(stdout);
-	return 2;
-}
-
 /* What happened in a run's exits. */
 struct exit_counts {
 	long kills;		/* OOM kills while an owner exited */
 	long retry_fails;	/* failures by the limit meanwhile */
 	int met;		/* exits during which the OOM killer killed */
+				/* (whoever invoked it: /proc/vmstat) */
 	int unmarked;		/* mutexes the walk left without OWNER_DIED */
 };
 
@@ -643,7 +696,7 @@ static int robust_runs(bool pi)
 		return KSFT_FAIL;
 	/* The fillers are the OOM killer's choice, not this test's tasks. */
 	set_oom_score_adj(-1000);
-	cgroup = site_cgroup(&filler, "max");
+	cgroup = robust_cgroups(&filler);
 	if (!cgroup)
 		return KSFT_FAIL;
 	for (run = 0; run < ROBUST_RUNS; run++) {
@@ -665,23 +718,21 @@ static int robust_runs(bool pi)
 			_exit(robust_child(cgroup, &filler, pi, counts));
 		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
 		    WEXITSTATUS(status)) {
-			ksft_print_msg("run %d: status %#x%s\n", run, status,
-				       WIFEXITED(status) &&
-				       WEXITSTATUS(status) == 1 ?
-				       ": a mutex was not marked FUTEX_OWNER_DIED" : "");
+			ksft_print_msg("run %d: status %#x, %d mutexes not marked FUTEX_OWNER_DIED\n",
+				       run, status, counts->unmarked);
 			ret = KSFT_FAIL;
 		} else if (counts->retry_fails) {
 			ksft_print_msg("run %d: the limit failed %ld allocations in the exits\n",
 				       run, counts->retry_fails);
 			ret = KSFT_FAIL;
 		}
-		ksft_print_msg("run %d: %d of %d exits met an OOM kill (%ld kills)\n",
+		ksft_print_msg("run %d: %d of %d exits saw an OOM kill in the guest (%ld kills)\n",
 			       run, counts->met, ROBUST_OWNERS, counts->kills);
 		met += counts->met;
 	}
-	ksft_print_msg("%d runs of %d exits, %d exits met an OOM kill\n",
+	ksft_print_msg("%d runs of %d exits, %d exits saw an OOM kill in the guest\n",
 		       ROBUST_RUNS, ROBUST_OWNERS, met);
-	site_cgroup_done(cgroup, &filler);
+	robust_cgroups_done(cgroup, &filler);
 	munmap(counts, sizeof(*counts));
 	set_oom_score_adj(0);
 	return ret;

@@ -31,7 +31,8 @@ int result_write(const char *path, int (*body)(FILE *f, const void *arg),
 	for (tries = 0; tries < 500; tries++) {
 		if (!write_once(tmp, body, arg) && !rename(tmp, path))
 			return 0;
-		if (errno != ENOMEM)
+		/* tmpfs reports a failed inode allocation as ENOSPC */
+		if (errno != ENOMEM && errno != ENOSPC)
 			break;
 		usleep(20000);
 	}
