@@ -53,6 +53,8 @@
 #include "test_util.h"
 
 #define MEMORY_MAX	"24M"
+/* The cases' cgroup, under the test's own. */
+#define SITE_CGROUP	"alloc-sites"
 /*
  * Runs of the futex, signal (and copy-out) and robust-mutex cases; execs
  * of the exec case.
@@ -74,7 +76,7 @@
  */
 static char *site_cgroup(struct filler *filler, char *max)
 {
-	char *cgroup = cg_name(test_cgroup_root(), "alloc-sites");
+	char *cgroup = cg_name(test_cgroup_root(), SITE_CGROUP);
 
 	if (cg_create(cgroup) || cg_write(cgroup, "memory.max", max) ||
 	    alloc_retries_set(cgroup, "0") || filler_start(filler, cgroup, 0)) {
@@ -86,6 +88,20 @@ static char *site_cgroup(struct filler *filler, char *max)
 	return cgroup;
 }
 
+/* Remove the robust cases' cgroups, their tasks gone, and free @exits. */
+static void robust_cgroups_remove(char *exits)
+{
+	char *parent = cg_name(test_cgroup_root(), SITE_CGROUP);
+	char *fill = cg_name(parent, "fill");
+
+	cg_destroy(exits);
+	cg_destroy(fill);
+	cg_destroy(parent);
+	free(fill);
+	free(parent);
+	free(exits);
+}
+
 /*
  * For the robust cases: the cgroup at 0 at the guest's global OOM point,
  * its fillers in its leaf "fill" and the exiting child in its leaf "exit",
@@ -94,7 +110,7 @@ static char *site_cgroup(struct filler *filler, char *max)
  */
 static char *robust_cgroups(struct filler *filler)
 {
-	char *parent = cg_name(test_cgroup_root(), "alloc-sites");
+	char *parent = cg_name(test_cgroup_root(), SITE_CGROUP);
 	char *fill = cg_name(parent, "fill"), *exits = cg_name(parent, "exit");
 
 	if (cg_create(parent) || alloc_retries_set(parent, "0") ||
@@ -102,29 +118,12 @@ static char *robust_cgroups(struct filler *filler)
 	    cg_create(fill) || cg_create(exits) ||
 	    filler_start(filler, fill, 0)) {
 		ksft_print_msg("cannot set up %s\n", exits);
-		cg_destroy(exits);
-		cg_destroy(fill);
-		cg_destroy(parent);
-		free(exits);
+		robust_cgroups_remove(exits);
 		exits = NULL;
 	}
 	free(fill);
 	free(parent);
 	return exits;
-}
-
-static void robust_cgroups_done(char *exits, struct filler *filler)
-{
-	char *parent = cg_name(test_cgroup_root(), "alloc-sites");
-	char *fill = cg_name(parent, "fill");
-
-	filler_stop(filler);
-	cg_destroy(exits);
-	cg_destroy(fill);
-	cg_destroy(parent);
-	free(fill);
-	free(parent);
-	free(exits);
 }
 
 static void site_cgroup_done(char *cgroup, struct filler *filler)
@@ -538,6 +537,12 @@ static void *robust_owner(void *arg)
 	return NULL;
 }
 
+/* The @i-th owner's page of @pages. */
+static struct robust *robust_at(char *pages, int i)
+{
+	return (struct robust *)(pages + i * getpagesize());
+}
+
 /* Tell the owner thread to go on; for the first time, wait until it has. */
 static bool robust_go(struct robust *rb, bool wait)
 {
@@ -593,7 +598,7 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 	    pthread_mutex_init(&dummy, &attr) || pipe(locked))
 		return setup_failed("mmap, mutex or pipe");
 	for (i = 0; i < ROBUST_OWNERS; i++) {
-		rb = (struct robust *)(pages + i * page);
+		rb = robust_at(pages, i);
 		rb->locked = locked[1];
 		rb->word = &words[i];
 		if (pthread_mutex_init(&rb->mutex, &attr) ||
@@ -606,7 +611,7 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 		return setup_failed("entering the cgroup");
 	for (i = 0; i < ROBUST_OWNERS; i++) {
 		errno = pthread_create(&threads[i], NULL, robust_owner,
-				       pages + i * page);
+				       robust_at(pages, i));
 		if (errno || read(locked[0], &c, 1) != 1)
 			return setup_failed("an owner thread");
 	}
@@ -631,10 +636,10 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 	if (pthread_mutex_lock(&dummy) || pthread_mutex_unlock(&dummy))
 		return setup_failed("the dummy mutex");
 	for (i = 0; i < ROBUST_OWNERS; i++)
-		if (!robust_go((struct robust *)(pages + i * page), true))
+		if (!robust_go(robust_at(pages, i), true))
 			return setup_failed("an owner's copies");
 	for (i = 0; i < ROBUST_OWNERS; i++) {
-		rb = (struct robust *)(pages + i * page);
+		rb = robust_at(pages, i);
 		/*
 		 * Up to the OOM point again, by the fillers, not by this
 		 * task: what fills the guest is then what the OOM killer
@@ -732,7 +737,8 @@ static int robust_runs(bool pi)
 	}
 	ksft_print_msg("%d runs of %d exits, %d exits saw an OOM kill in the guest\n",
 		       ROBUST_RUNS, ROBUST_OWNERS, met);
-	robust_cgroups_done(cgroup, &filler);
+	filler_stop(&filler);
+	robust_cgroups_remove(cgroup);
 	munmap(counts, sizeof(*counts));
 	set_oom_score_adj(0);
 	return ret;
