@@ -80,7 +80,7 @@ static int memcg_round(const char *cg, struct side *s)
 				 &s->hog_killed))
 		return -1;
 	/* A report is its failure line and the line naming the cgroup. */
-	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s,",
+	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s\n",
 		 cg_kernel_path(cg));
 	s->reports = kmsg_count(kmsg, "memory cgroup charge failure",
 				"memory.alloc_retries=0 reached");
@@ -134,7 +134,7 @@ static int global_rounds(const char *cg, int rounds, bool stop_at_enomem,
 	memset(s, 0, sizeof(*s));
 	s->res.bytes = probe_bytes();
 	/* A report is its failure line and the line naming the cgroup. */
-	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s,",
+	snprintf(needle, sizeof(needle), "alloc_retry:limit_memcg=%s\n",
 		 cg_kernel_path(cg));
 	/* The reports are ratelimited: start with a clean slate. */
 	sleep(11);

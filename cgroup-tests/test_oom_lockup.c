@@ -18,17 +18,20 @@
  * after OOM_REAPER_DELAY by marking the victim done without freeing its
  * memory, and the killer moves on to the bystanders and at last the holder.
  *
- * With a limit of 0 the holder's allocations never invoke the OOM killer:
- * its fallocate() fails with ENOMEM, frees its pages and drops the lock,
- * and the victim's own fallocate() goes through.
+ * With a limit of 0 the holder's allocations never have the OOM killer
+ * kill: its fallocate() fails with ENOMEM, frees its pages and drops the
+ * lock, and the victim's own fallocate() goes through.  With a limit of N
+ * the limit counts kills: the holder kills the victim (or finds it killed
+ * by another task), waits for it to exit, and fails once the OOM reaper
+ * has given up on it; it never kills past it.
  *
  * The faulting-copy holder writev()s into the locked file instead, from a
  * shared mapping of a sparse file nobody has read: every page it copies is
  * faulted in by the copy, a kernel-mode fault inside the call, under the
  * lock.  Those faults count against the call's limit: at 0 the copy
  * comes up short and the call returns what it wrote.  With a limit of N they
- * invoke it at most N times within the call, and never kill past a victim
- * that the OOM reaper is done with but that still has its memory.
+ * have it kill at most N times within the call, and never kill past a
+ * victim that the OOM reaper is done with but that still has its memory.
  *
  * Cases: memcg OOM (memory.max on the workload) and global OOM (the guest's
  * memory), with the limit set through memory.alloc_retries or, for global
@@ -155,6 +158,7 @@ struct outcome {
 	double limit_hit;	/* memory.max first hit, now_s(); -1: never */
 	double first_kill, end;	/* now_s() of those; first_kill -1: none */
 	int holder_invoked;	/* OOM-killer invocations by the holder */
+	char invokers[256];	/* who invoked each kill, in order */
 	long oom, alloc_retry_fail;	/* workload's memory.events */
 	int hits_out;		/* limit failures outside the workload */
 	long neighbour_rounds, neighbour_enomem;
@@ -499,6 +503,8 @@ struct kill_scan {
 	char *names;
 	size_t size;
 	int *holder_invoked;
+	char *invokers;
+	size_t invokers_size;
 };
 
 /* Add @len bytes of @name to a list of task names, fit for JSON. */
@@ -519,9 +525,14 @@ static void scan_kill(const char *rec, void *arg)
 {
 	struct kill_scan *ks = arg;
 	const char *memcg = strstr(rec, ",task_memcg="), *task, *end;
+	const char *text = strchr(rec, ';');
+	const char *invoked = strstr(rec, " invoked oom-killer");
 
 	if (strstr(rec, "holder invoked oom-killer"))
 		(*ks->holder_invoked)++;
+	if (text && invoked && invoked > text)
+		append_name(ks->invokers, ks->invokers_size, text + 1,
+			    invoked - text - 1);
 	if (!strstr(rec, "oom-kill:") || !memcg)
 		return;
 	memcg += strlen(",task_memcg=");
@@ -730,7 +741,8 @@ static void run_once(const struct run *r, struct outcome *o)
 				       "alloc_retry_fail");
 	o->kills_out = kills_after - kills_before - o->kills_in;
 	ks = (struct kill_scan){ cg_kernel_path(workload), o->killed_out,
-				 sizeof(o->killed_out), &o->holder_invoked };
+				 sizeof(o->killed_out), &o->holder_invoked,
+				 o->invokers, sizeof(o->invokers) };
 	kmsg_for_each(kmsg, scan_kill, &ks);
 	hs = (struct hit_scan){ st.st_ino, o };
 	if (trace_for_each(scan_hit, &hs))
@@ -837,7 +849,7 @@ static void runs_write(void)
 		char said[80];
 
 		holder_said(o, said, sizeof(said));
-		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"holder_call\": \"%s\", \"victim_on_lock\": %s, \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
+		fprintf(js, "  {\"case\": \"%s\", \"oom\": \"%s\", \"holder_call\": \"%s\", \"victim_on_lock\": %s, \"limit\": \"%s\", \"via\": \"%s\", \"set_up\": %s, \"hung\": %s, \"no_spree\": %s, \"kills_in\": %ld, \"kills_out\": %ld, \"killed_out\": \"%s\", \"holder_invoked\": %d, \"invokers\": \"%s\", \"holder\": \"%s\", \"holder_failed\": %s, \"holder_stall_s\": %.3f, \"victim\": \"%s\", \"bystanders\": %d, \"bystanders_ran_on\": %d, \"first_kill_to_end_s\": %.3f, \"oom_events\": %ld, \"alloc_retry_fail\": %ld, \"hits_out\": %d, \"hit_out\": \"%s\", \"neighbour_rounds\": %ld, \"neighbour_enomem\": %ld}%s\n",
 			r->test, oom_of(r),
 			r->faulting_copy ? "writev" : "fallocate",
 			r->unlocked ? "false" : "true",
@@ -847,7 +859,8 @@ static void runs_write(void)
 			o->set_up ? "true" : "false",
 			o->hung ? "true" : "false",
 			no_spree(o) ? "true" : "false", o->kills_in,
-			o->kills_out, o->killed_out, o->holder_invoked, said,
+			o->kills_out, o->killed_out, o->holder_invoked,
+			o->invokers, said,
 			holder_call_failed(o) ? "true" : "false",
 			holder_stall(r, o),
 			ending(o->victim_status), BYSTANDERS,
@@ -896,9 +909,9 @@ static bool kills_nobody(const struct run *r, const struct outcome *o)
 }
 
 /*
- * Memcg OOM at N: the holder's call fails, having invoked the OOM killer at
- * most N times, and the killing stops at the victim: at most one kill in
- * the workload, every bystander runs on.
+ * Memcg OOM at N: the holder's call fails, having had the OOM killer kill
+ * at most N times, and the killing stops at the victim: at most one kill
+ * in the workload, every bystander runs on.
  */
 static bool ends_without_spree(const struct run *r, const struct outcome *o)
 {
@@ -910,7 +923,7 @@ static bool ends_without_spree(const struct run *r, const struct outcome *o)
 
 /*
  * The victim does not wait for the lock: every kill frees memory, and the
- * holder's call goes on.  Its allocations may invoke the OOM killer N
+ * holder's call goes on.  Its allocations may have the OOM killer kill N
  * times in the call, and then the call fails: at most N kills in the
  * workload, all of them the holder's.  A count per allocation would start
  * again with every page and kill one task after another.
@@ -924,13 +937,11 @@ static bool kills_at_most_n(const struct run *r, const struct outcome *o)
 }
 
 /*
- * The sysctl at N limits every task, so all of them come to the OOM stage
- * after one round of reclaim and contend for oom_lock, and the holder's N
- * counted passes can outlast the OOM reaper's patience with the victim;
- * page faults are never limited, and a fault may then kill past the
- * victim (seen in 1 of 3 runs).  What the limit guarantees is the
- * holder's part: its call fails, having invoked the killer at most N
- * times.
+ * The sysctl at N limits every task, the neighbour's and systemd's system
+ * calls too, and they contend with the holder for oom_lock; page faults
+ * are never limited, and a fault may kill past the victim once the OOM
+ * reaper has given up on it.  What the limit guarantees is the holder's
+ * part: its call fails, having had the killer kill at most N times.
  */
 static bool holder_fails_within_n(const struct run *r,
 				  const struct outcome *o)
@@ -939,20 +950,17 @@ static bool holder_fails_within_n(const struct run *r,
 }
 
 /*
- * Global OOM at N > 0: the holder spends its budget on the victim, killed
- * or found exiting, and then fails; but every task outside the limit (a
- * page fault, systemd) invokes the killer too, and one of them killed a
- * second task of the workload a third of a second after the first in 1
- * run of 20 at 1 and 1 of 2 at 3 (make demo, and make check).  What the
- * limit guarantees is the holder's part: its call fails within N
- * invocations, it kills at most the victim (never past a stuck one), and
- * nothing outside the workload fails.  At 0 that is: it kills nobody.
- * There too page faults, never limited, kill meanwhile: on the debug
- * kernel, where the holder came to its OOM stage 12 to 23 s into the OOM,
- * a page fault of systemd's killed the victim and, 4 s later, once the
- * OOM reaper had given up on it, a page fault of this program's killed a
- * bystander (1 run of 3; the production kernel's holder fails in about
- * 3 s, and no run of 20 saw it).
+ * Global OOM at N > 0: the holder kills the victim, or finds it killed by
+ * another task, waits for it, and fails once the OOM reaper has given up
+ * on it; but every task outside the limit (a page fault, systemd) invokes
+ * the killer too, and may kill past the victim once the reaper is done
+ * with it, although for half a second after the holder last waited they
+ * hold off (ALLOC_RETRY_WAIT_GRACE).  What the limit guarantees is the
+ * holder's part: its call fails within N kills, it kills at most the
+ * victim (never past a stuck one), and nothing outside the workload
+ * fails.  At 0 that is: it kills nobody.  There too page faults, never
+ * limited, kill meanwhile: the victim, before the holder comes to its
+ * OOM stage, and at times a bystander.
  */
 static bool holder_never_kills_past_the_victim(const struct run *r,
 					       const struct outcome *o)
@@ -1029,10 +1037,11 @@ static bool run_one(const struct run *r, int i, int n)
 	run_once(r, o);
 	runs_done++;
 	holder_said(o, said, sizeof(said));
-	ksft_print_msg("%s, run %d of %d: %ld killed in the workload (%d by the holder), %ld outside%s%s; holder: %s; victim %s; %d of %d bystanders ran on; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings; %s\n",
+	ksft_print_msg("%s, run %d of %d: %ld killed in the workload (%d by the holder), %ld outside%s%s; kills invoked by: %s; holder: %s; victim %s; %d of %d bystanders ran on; oom %ld, alloc_retry_fail %ld; %d limit hits outside%s%s; neighbour: %ld ENOMEM in %ld fillings; %s\n",
 		       label(r), i + 1, n, o->kills_in, o->holder_invoked,
 		       o->kills_out, o->kills_out ? ": " : "", o->killed_out,
-		       said, ending(o->victim_status), o->bystanders_ran_on,
+		       o->invokers[0] ? o->invokers : "nobody", said,
+		       ending(o->victim_status), o->bystanders_ran_on,
 		       BYSTANDERS, o->oom, o->alloc_retry_fail, o->hits_out,
 		       o->hits_out ? ": " : "", o->hit_out,
 		       o->neighbour_enomem, o->neighbour_rounds,

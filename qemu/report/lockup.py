@@ -1,11 +1,14 @@
 """The lockup reproducer's runs (test_oom_lockup's runs.json) as one
 Markdown row per case: how many runs ended without a spree, the kills
-inside and outside the workload, and how long the holder's failing call
+inside and outside the workload, who else than the holder invoked the
+OOM killer for a kill (a task outside the limit, or a page fault, which
+no limit governs), and how long the holder's failing call
 stalled (from the first memory.max hit under memcg OOM, from the
 moment the OOM was let come under global OOM).  The holder's call is a
 fallocate(), or for the faulting copy a writev() from an unpopulated
 mapping, whose call fails by coming back short.
 """
+import collections
 import json
 import statistics
 
@@ -30,6 +33,9 @@ def row(runs):
     by_holder = [r["holder_invoked"] for r in runs]
     outside = sum(r["kills_out"] for r in runs)
     names = sorted({name for r in runs for name in r["killed_out"].split()})
+    others = collections.Counter(
+        name for r in runs for name in r.get("invokers", "").split()
+        if name != "holder")
     oom = first["oom"]
     if not first["victim_on_lock"]:
         oom += ", victim not on the lock"
@@ -41,6 +47,8 @@ def row(runs):
         f'{sum(r["holder_failed"] for r in runs)} of {n}',
         f"{sum(kills_in)} (at most {max(kills_in)} in a run)",
         f"{sum(by_holder)} (at most {max(by_holder)} in a run)",
+        ", ".join(f"{name} {count}" for name, count in sorted(others.items()))
+        or "-",
         f"{outside}" + (f" ({', '.join(names)})" if names else ""),
         f'{sum(r["bystanders_ran_on"] for r in runs)} of '
         f'{sum(r["bystanders"] for r in runs)}',
@@ -52,7 +60,7 @@ def row(runs):
 
 HEADER = ["OOM", "limit", "set through", "runs", "ended without a spree",
           "holder's call failed", "kills in the workload",
-          "invoked by the holder", "kills outside", "bystanders ran on",
+          "invoked by the holder", "invoked by others", "kills outside", "bystanders ran on",
           "holder's stall, median / max",
           "limit hits outside", "neighbour's ENOMEM"]
 
