@@ -146,11 +146,18 @@ static void find_first_kill(const char *rec, void *arg)
 
 	if (strstr(rec, MARK))
 		fk->mark_s = kmsg_record_s(rec);
-	else if (fk->mark_s >= 0 && fk->kill_s < 0 && strstr(rec, "oom-kill:"))
+	else if (fk->mark_s >= 0 && fk->kill_s < 0 &&
+		 strstr(rec, "Killed process"))
 		fk->kill_s = kmsg_record_s(rec);
 }
 
-/* One memcg OOM run with the probe in @cg. */
+/*
+ * One memcg OOM run with the probe in @cg.  Who invoked the OOM killer is
+ * read from its report, which it prints for at most 10 kills in 5 s: a run
+ * that killed is followed by a second's pause, so that the next one's is
+ * printed too.  "Killed process" lines, which time the kill, are not
+ * ratelimited.
+ */
 static int oom_run(const char *cg, struct oom_run *r)
 {
 	char *hog_cg = cg_name(parent, "hog");
@@ -188,6 +195,8 @@ static int oom_run(const char *cg, struct oom_run *r)
 				NULL);
 	kmsg_for_each(kmsg, find_first_kill, &fk);
 	r->first_kill_s = fk.kill_s >= 0 ? fk.kill_s - fk.mark_s : -1;
+	if (r->kills)
+		sleep(1);
 	ksft_print_msg("probe: %ld calls, %ld ENOMEM, %ld other errors, %ld of %ld MiB; %ld killed (hog: %s, %d invoked by the probe), first kill %.3f s after the probe started; alloc_retry_fail %ld\n",
 		       r->res.calls, r->res.enomem, r->res.other_errors,
 		       r->res.bytes / MIB, MEMCG_MAX / 2 / MIB, r->kills,
