@@ -649,8 +649,13 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 		 */
 		filler_refill(filler);
 		errno = ETIMEDOUT;
-		if (!filler_wait_full(filler, 60))
+		if (!filler_wait_oom(filler, 60)) {
+			printf("# owner %d: the fillers saw %ld ENOMEM and %ld kills so far, MemFree %ld kB, MemAvailable %ld kB\n",
+			       i, filler->stats->enomem, filler->stats->kills,
+			       meminfo_kb("MemFree"),
+			       meminfo_kb("MemAvailable"));
 			return setup_failed("refilling the guest");
+		}
 		kills = oom_kills(vmstat);
 		fails = events_count(events, "alloc_retry_fail ");
 		if (!robust_go(rb, false))
@@ -674,14 +679,14 @@ static int robust_child(const char *cgroup, struct filler *filler, bool pi,
 }
 
 /*
- * ROBUST_RUNS runs of ROBUST_OWNERS exits, each started once a filler's
- * allocation has just failed by the limit (the guest at its OOM point):
+ * ROBUST_RUNS runs of ROBUST_OWNERS exits, each started once the guest is
+ * at its OOM point again (a filler's allocation failed by the limit, or a
+ * filler killed by another task's allocation, which got there first):
  * in every one each walk marked its mutex FUTEX_OWNER_DIED and the limit
  * failed nothing in the exits.  The OOM kills during the exits are
- * reported, not required: a limited filler gives up after one round of
- * reclaim without progress, the exiting thread after sixteen, so its one
- * page mostly comes from reclaim (kills in 1 of 32 to 38 of 64 exits per
- * case and boot); make sweep's fail_alloc_retry shows that the limit can
+ * reported, not required: the exiting thread's one page mostly comes
+ * from reclaim or from a filler that was killed or gave up (kills in 0 to
+ * 38 of 64 exits per case and boot); make sweep's fail_alloc_retry shows that the limit can
  * fail none of the exit's allocations.  Not under memcg OOM: there 6.12
  * never lets a dying task invoke the OOM killer
  * (mem_cgroup_out_of_memory() returns at task_is_dying()) and fails its
@@ -710,7 +715,7 @@ static int robust_runs(bool pi)
 		memset(counts, 0, sizeof(*counts));
 		/* Room for the child's threads and fork; then hold still. */
 		filler_refill(&filler);
-		if (!filler_wait_full(&filler, 60) ||
+		if (!filler_wait_oom(&filler, 60) ||
 		    !filler_release(&filler, 4L << 20)) {
 			ksft_print_msg("run %d: the filler did not fill and release\n",
 				       run);

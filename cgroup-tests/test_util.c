@@ -453,6 +453,22 @@ bool filler_wait_full(struct filler *f, double seconds)
 	return false;
 }
 
+bool filler_wait_oom(struct filler *f, double seconds)
+{
+	long enomem = __atomic_load_n(&f->stats->enomem, __ATOMIC_SEQ_CST);
+	long kills = __atomic_load_n(&f->stats->kills, __ATOMIC_SEQ_CST);
+	double end = now_s() + seconds;
+
+	while (now_s() < end) {
+		if (__atomic_load_n(&f->stats->enomem, __ATOMIC_SEQ_CST) >
+		    enomem ||
+		    __atomic_load_n(&f->stats->kills, __ATOMIC_SEQ_CST) > kills)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 bool filler_release(struct filler *f, long bytes)
 {
 	long want = __atomic_load_n(&f->stats->released, __ATOMIC_SEQ_CST) + 2;

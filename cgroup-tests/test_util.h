@@ -121,6 +121,13 @@ int filler_start(struct filler *f, const char *cgroup, uid_t uid);
 /* Wait up to @seconds for the next ENOMEM of the filler; false if none. */
 bool filler_wait_full(struct filler *f, double seconds);
 /*
+ * Wait up to @seconds for the OOM point: the filler's next ENOMEM, or the
+ * OOM killer killing a filler, whoever's allocation got there first (under
+ * global OOM a limited allocation reaches the OOM stage no sooner than
+ * any other); false if neither.
+ */
+bool filler_wait_oom(struct filler *f, double seconds);
+/*
  * Have each filler give back @bytes of what it holds and stop refilling:
  * false if they did not within 10 s.  filler_refill() lets them fill again.
  */
