@@ -205,6 +205,17 @@ static int oom_run(const char *cg, struct oom_run *r)
 	return 0;
 }
 
+/* One run with the probe in a fresh cgroup at memory.alloc_retries @limit. */
+static int oom_run_at(const char *limit, struct oom_run *r)
+{
+	char *cg = limited_cgroup(parent, "probe", limit);
+	int ret = oom_run(cg, r);
+
+	cg_destroy(cg);
+	free(cg);
+	return ret;
+}
+
 /* At "max" and at 1: one kill, invoked by the probe, whose calls succeed. */
 static bool killed_once_and_succeeded(const struct oom_run *r)
 {
@@ -232,19 +243,12 @@ static int test_memcg_oom_limit_1_kills_once_as_max_does(void)
 	int i, n = repeat(), held = 0;
 	double at1[1000], atmax[1000], median;
 	struct oom_run r;
-	char *cg;
 
 	for (i = 0; i < 2 * n; i++) {
 		bool limited = i % 2;
 
-		cg = limited_cgroup(parent, "probe", limited ? "1" : "max");
-		if (oom_run(cg, &r)) {
-			cg_destroy(cg);
-			free(cg);
+		if (oom_run_at(limited ? "1" : "max", &r))
 			return KSFT_FAIL;
-		}
-		cg_destroy(cg);
-		free(cg);
 		ksft_print_msg("at %s, run %d of %d: %s\n",
 			       limited ? "1" : "max", i / 2 + 1, n,
 			       killed_once_and_succeeded(&r) ?
@@ -269,19 +273,12 @@ static int test_memcg_oom_limit_0_fails_and_kills_nobody(void)
 {
 	int i, n = repeat(), held = 0;
 	struct oom_run r;
-	char *cg;
 
 	for (i = 0; i < n; i++) {
 		bool ok;
 
-		cg = limited_cgroup(parent, "probe", "0");
-		if (oom_run(cg, &r)) {
-			cg_destroy(cg);
-			free(cg);
+		if (oom_run_at("0", &r))
 			return KSFT_FAIL;
-		}
-		cg_destroy(cg);
-		free(cg);
 		ok = r.res.enomem > 0 && !r.res.other_errors && r.fails > 0 &&
 		     !r.kills && !r.invoked && !r.hog_killed;
 		ksft_print_msg("at 0, run %d of %d: %s\n", i + 1, n,
