@@ -17,6 +17,19 @@
  * ext4, which reclaim must wait to write back.  Where "max" needed no OOM
  * kill, a limit of 0 or 1 fails none of the writer's write()s.
  *
+ * A victim stuck elsewhere, under global OOM: a task blocked for good
+ * inside a system call (a write() to a frozen filesystem stands for a dead
+ * NFS server) is OOM-killed in a cgroup of its own, and the OOM reaper
+ * gives up on it with its shared memory still in place.  A limited
+ * allocation fails past such a victim only in the subtree of the cgroup
+ * whose memory.alloc_retries set its limit.  So with the victim outside a
+ * workload at 1, a probe in the workload meets a global OOM: the hog is
+ * killed, once, and every call succeeds, whoever's allocation got to the
+ * OOM killer first.  With the victim moved into the workload, the probe's
+ * allocations never have the killer kill: they fail with ENOMEM where it
+ * would kill past the victim, unless another task (no limit) killed the
+ * hog first.
+ *
  * Every case runs REPEAT times (the environment's ALLOC_OOM_REPEAT, if
  * set) and every run must hold its properties.  Every run is a line of
  * $ALLOC_TEST_RESULTS/ordinary-oom/runs.jsonl; make demo renders them.
@@ -29,8 +42,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,9 +68,22 @@
 #define DIRTY_BYTES	(144 * MIB)
 #define DIRTY_FILE	"/var/tmp/ordinary-oom-dirty"
 #define MARK		"ordinary-oom: the probe starts"
+/*
+ * The stuck victim's filesystem, frozen while it write()s there, and the
+ * shared memory it maps, which the OOM reaper cannot free.
+ */
+#define STUCK_IMAGE	"/var/tmp/ordinary-oom-stuck.img"
+#define STUCK_IMAGE_BYTES (32 * MIB)
+#define STUCK_MNT	"/run/ordinary-oom-stuck"
+#define STUCK_BYTES	(32 * MIB)
+#define STUCK_COMM	"stuck-victim"
+#define GLOBAL_PROBE	"retry-probe"
 
 static char *parent;
 static pid_t main_pid;
+/* The stuck victim, and its filesystem's root while frozen. */
+static pid_t stuck_pid = -1;
+static int stuck_mnt_fd = -1;
 
 /* One memcg OOM run, as its assertions and its message read it. */
 struct oom_run {
@@ -369,10 +400,280 @@ static int test_dirty_page_cache_no_enomem(void)
 	return held == 3 * n ? KSFT_PASS : KSFT_FAIL;
 }
 
+/* The stuck victim's child: map, fill, say ready, write() when told. */
+static void stuck_victim_main(int ready, int go)
+{
+	char *mem, c;
+	int memfd, fd;
+
+	prctl(PR_SET_NAME, STUCK_COMM);
+	memfd = memfd_create("unreapable", 0);
+	if (memfd < 0 || ftruncate(memfd, STUCK_BYTES))
+		_exit(1);
+	mem = mmap(NULL, STUCK_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   memfd, 0);
+	if (mem == MAP_FAILED)
+		_exit(1);
+	memset(mem, 's', STUCK_BYTES);
+	fd = open(STUCK_MNT "/file", O_WRONLY | O_CREAT, 0600);
+	if (fd < 0 || write(ready, "r", 1) != 1 || read(go, &c, 1) != 1)
+		_exit(1);
+	/* The filesystem is frozen now: in D until the thaw. */
+	_exit(write(fd, "x", 1) == 1 ? 0 : 1);
+}
+
+/* An ext4 image of its own, mounted on STUCK_MNT. */
+static bool stuck_fs_create(void)
+{
+	const char *const mkfs[] = { "mkfs.ext4", "-q", "-F", STUCK_IMAGE,
+				     NULL };
+	const char *const mnt[] = { "mount", "-o", "loop", STUCK_IMAGE,
+				    STUCK_MNT, NULL };
+	int fd;
+
+	mkdir(STUCK_MNT, 0755);
+	fd = open(STUCK_IMAGE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, STUCK_IMAGE_BYTES)) {
+		ksft_print_msg("%s: %s\n", STUCK_IMAGE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return !run_program(mkfs, false) && !run_program(mnt, false);
+}
+
+static void stuck_fs_remove(void)
+{
+	if (umount(STUCK_MNT) && errno != EINVAL && errno != ENOENT)
+		ksft_print_msg("umount %s: %s\n", STUCK_MNT, strerror(errno));
+	unlink(STUCK_IMAGE);
+	rmdir(STUCK_MNT);
+}
+
+/*
+ * Start the stuck victim in @cg (oom_score_adj 1000), freeze its
+ * filesystem under its write(), and OOM-kill it there by lowering @cg's
+ * memory.max below what it holds: that write returns once the OOM killer
+ * finds nobody left to wait for, the reaper being done with the victim.
+ * 0 once the victim is killed and still in D, or -1.  A new victim for
+ * each run: one in D for longer would be a hung task.
+ */
+static int stuck_victim_start(const char *cg)
+{
+	char seen[512], needle[64], c;
+	int ready[2], go[2], kmsg, i, ret = -1;
+	bool blocked = false;
+
+	if (pipe(ready) || pipe(go))
+		ksft_exit_fail_msg("pipe: %s\n", strerror(errno));
+	stuck_pid = fork();
+	if (stuck_pid < 0)
+		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
+	if (stuck_pid == 0) {
+		set_oom_score_adj(1000);
+		if (cg_enter_current(cg))
+			_exit(1);
+		stuck_victim_main(ready[1], go[0]);
+	}
+	if (read(ready[0], &c, 1) != 1) {
+		ksft_print_msg("the stuck victim did not start\n");
+		goto out;
+	}
+	stuck_mnt_fd = open(STUCK_MNT, O_RDONLY | O_DIRECTORY);
+	if (stuck_mnt_fd < 0 || ioctl(stuck_mnt_fd, FIFREEZE, 0)) {
+		ksft_print_msg("cannot freeze %s: %s\n", STUCK_MNT,
+			       strerror(errno));
+		goto out;
+	}
+	if (write(go[1], "g", 1) != 1)
+		goto out;
+	for (i = 0; i < 100 && !blocked; i++) {
+		usleep(100000);
+		blocked = task_in_syscall(stuck_pid, SYS_write, 'D',
+					  "ksys_write", "percpu_rwsem_wait",
+					  seen, sizeof(seen));
+	}
+	if (!blocked) {
+		ksft_print_msg("the stuck victim is not blocked in its write(): %s\n",
+			       seen);
+		goto out;
+	}
+	kmsg = kmsg_mark();
+	if (cg_write(cg, "memory.max", "8M"))
+		goto out;
+	snprintf(needle, sizeof(needle), "Killed process %d (" STUCK_COMM ")",
+		 stuck_pid);
+	if (kmsg_count(kmsg, needle, NULL) != 1 ||
+	    task_state(stuck_pid) != 'D') {
+		ksft_print_msg("the stuck victim was not OOM-killed in D (state %c)\n",
+			       task_state(stuck_pid) ?: '?');
+		goto out;
+	}
+	ret = 0;
+out:
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	return ret;
+}
+
+/* Thaw: the victim's write() goes on and it exits. */
+static void stuck_victim_stop(void)
+{
+	if (stuck_mnt_fd >= 0) {
+		if (ioctl(stuck_mnt_fd, FITHAW, 0))
+			ksft_print_msg("cannot thaw %s: %s\n", STUCK_MNT,
+				       strerror(errno));
+		close(stuck_mnt_fd);
+		stuck_mnt_fd = -1;
+	}
+	if (stuck_pid > 0) {
+		kill(stuck_pid, SIGKILL);
+		waitpid(stuck_pid, NULL, 0);
+		stuck_pid = -1;
+	}
+}
+
+/* One global OOM run, as its assertions and its message read it. */
+struct global_run {
+	struct probe_result res;
+	bool hog_killed;
+	long kills;		/* oom_kill of the workload's memory.events */
+	long fails;		/* its alloc_retry_fail */
+	int invoked;		/* OOM-killer invocations by the probe */
+	char victim_state;	/* the stuck victim's, after the run */
+};
+
+/*
+ * A global OOM with a stuck victim in @victim_cg: the probe (oom_score_adj
+ * -1000) in @workload/probe pins a quarter of memory while a hog in
+ * @workload/hog holds the rest.
+ */
+static int global_run(const char *workload, const char *victim_cg,
+		      struct global_run *r)
+{
+	char *hog_cg = cg_name(workload, "hog");
+	char *probe_cg = cg_name(workload, "probe");
+	int kmsg_invoked, ret = -1;
+	long kills, fails;
+
+	memset(r, 0, sizeof(*r));
+	if (cg_create(victim_cg) || cg_create(probe_cg))
+		ksft_exit_fail_msg("cannot create %s and %s\n", victim_cg,
+				   probe_cg);
+	if (stuck_victim_start(victim_cg))
+		goto out;
+	/* After the victim's own kill, which is in the workload's if inside */
+	kills = cg_event(workload, "memory.events", "oom_kill");
+	fails = cg_event(workload, "memory.events", "alloc_retry_fail");
+	kmsg_invoked = kmsg_mark();
+	ret = pressure_round(hog_cg, probe_cg, &r->res, &r->hog_killed);
+	r->kills = cg_event(workload, "memory.events", "oom_kill") - kills;
+	r->fails = cg_event(workload, "memory.events", "alloc_retry_fail") -
+		   fails;
+	r->invoked = kmsg_count(kmsg_invoked,
+				GLOBAL_PROBE " invoked oom-killer", NULL);
+	r->victim_state = task_state(stuck_pid);
+out:
+	stuck_victim_stop();
+	cg_destroy(victim_cg);
+	cg_destroy(probe_cg);
+	free(probe_cg);
+	free(hog_cg);
+	if (ret)
+		return ret;
+	/* The OOM report's ratelimit: 10 in 5 s. */
+	sleep(1);
+	ksft_print_msg("probe: %ld calls, %ld ENOMEM, %ld other errors, %ld of %zu MiB; %ld killed in the workload (hog: %s, %d invoked by the probe); alloc_retry_fail %ld; the stuck victim %s\n",
+		       r->res.calls, r->res.enomem, r->res.other_errors,
+		       r->res.bytes / MIB, probe_bytes() / MIB, r->kills,
+		       r->hog_killed ? "killed" : "alive", r->invoked,
+		       r->fails, r->victim_state == 'D' ?
+		       "still in D" : "gone or running");
+	return 0;
+}
+
+static void global_run_record(const char *where, const struct global_run *r,
+			      bool held)
+{
+	run_record("{\"case\": \"global-stuck-victim\", \"limit\": \"1\", \"victim\": \"%s\", \"held\": %s, \"calls\": %ld, \"enomem\": %ld, \"other_errors\": %ld, \"kills\": %ld, \"hog_killed\": %s, \"invoked_by_probe\": %d, \"alloc_retry_fail\": %ld, \"victim_stuck\": %s}",
+		   where, held ? "true" : "false", r->res.calls, r->res.enomem,
+		   r->res.other_errors, r->kills,
+		   r->hog_killed ? "true" : "false", r->invoked, r->fails,
+		   r->victim_state == 'D' ? "true" : "false");
+}
+
+/*
+ * Outside the workload: the victim fails nothing, the hog is killed once,
+ * the victim is still stuck.
+ */
+static bool outside_held(const struct global_run *r)
+{
+	return !r->res.enomem && !r->res.other_errors &&
+	       r->res.bytes >= (long)probe_bytes() && r->hog_killed &&
+	       r->kills == 1 && !r->fails && r->victim_state == 'D';
+}
+
+/*
+ * Inside it: the probe never has the killer kill, and any ENOMEM it saw
+ * was the limit's.
+ */
+static bool inside_held(const struct global_run *r)
+{
+	return !r->invoked && !r->res.other_errors &&
+	       (!r->res.enomem || r->fails > 0) && r->victim_state == 'D';
+}
+
+/*
+ * A workload at memory.alloc_retries=1, the sysctl at -1: runs with the
+ * stuck victim outside it, then runs with the victim inside it.
+ */
+static int test_global_oom_stuck_victim_fails_only_its_subtree(void)
+{
+	char *workload, *victim_cg[2];
+	int i, w, n = repeat(), held = 0, enomem_inside = 0;
+	struct global_run r;
+
+	workload = limited_cgroup(test_cgroup_root(), "ordinary-global", "1");
+	if (cg_write(workload, "cgroup.subtree_control", "+memory"))
+		ksft_exit_fail_msg("cannot set up %s\n", workload);
+	victim_cg[0] = cg_name(test_cgroup_root(), "ordinary-stuck");
+	victim_cg[1] = cg_name(workload, "stuck");
+	if (!stuck_fs_create())
+		goto out;
+	for (w = 0; w < 2; w++) {
+		for (i = 0; i < n; i++) {
+			bool ok;
+
+			if (global_run(workload, victim_cg[w], &r))
+				goto out;
+			ok = w ? inside_held(&r) : outside_held(&r);
+			ksft_print_msg("victim %s the workload, run %d of %d: %s\n",
+				       w ? "inside" : "outside", i + 1, n,
+				       ok ? "held" : "failed");
+			global_run_record(w ? "inside" : "outside", &r, ok);
+			held += ok;
+			enomem_inside += w && r.res.enomem;
+		}
+	}
+	ksft_print_msg("%d of %d runs held; with the victim inside, the probe met ENOMEM in %d of %d\n",
+		       held, 2 * n, enomem_inside, n);
+out:
+	stuck_fs_remove();
+	cg_destroy(workload);
+	free(workload);
+	free(victim_cg[0]);
+	free(victim_cg[1]);
+	return held == 2 * n ? KSFT_PASS : KSFT_FAIL;
+}
+
 static const struct test_case tests[] = {
 	TEST_CASE(test_memcg_oom_limit_1_kills_once_as_max_does),
 	TEST_CASE(test_memcg_oom_limit_0_fails_and_kills_nobody),
 	TEST_CASE(test_dirty_page_cache_no_enomem),
+	TEST_CASE(test_global_oom_stuck_victim_fails_only_its_subtree),
 };
 
 /* Not in a child that exits through kselftest: only the test's own. */
@@ -380,6 +681,7 @@ static void teardown(void)
 {
 	if (getpid() != main_pid)
 		return;
+	stuck_victim_stop();
 	cg_destroy(parent);
 	free(parent);
 }

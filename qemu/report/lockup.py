@@ -1,8 +1,9 @@
 """The lockup reproducer's runs (test_oom_lockup's runs.json) as one
 Markdown row per case: how many runs ended without a spree, the kills
 inside and outside the workload, who else than the holder invoked the
-OOM killer for a kill (a task outside the limit, or a page fault, which
-no limit governs), and how long the holder's failing call
+OOM killer for a kill, and whether that task was outside the workload,
+where no limit of its governs it, or in it (a page fault, which no limit
+governs), and how long the holder's failing call
 stalled (from the first memory.max hit under memcg OOM, from the
 moment the OOM was let come under global OOM).  The holder's call is a
 fallocate(), or for the faulting copy a writev() from an unpopulated
@@ -23,6 +24,11 @@ def stall(runs):
     return f"{statistics.median(times):.2f} / {max(times):.2f} s"
 
 
+# test_oom_lockup's tasks in the workload, by the names they give
+# themselves; the holder has a column of its own.
+WORKLOAD_TASKS = {"victim", "bystander"}
+
+
 def row(runs):
     first = runs[0]
     via = {"sysctl": "vm.retry_allocation_attempts",
@@ -36,6 +42,14 @@ def row(runs):
     others = collections.Counter(
         name for r in runs for name in r.get("invokers", "").split()
         if name != "holder")
+    # The workload's own tasks are under its limit (but for their page
+    # faults); a task outside it is under no limit of the workload's.
+    groups = []
+    for label, inside in (("outside", False), ("in the workload", True)):
+        names = [f"{name} {count}" for name, count in sorted(others.items())
+                 if (name in WORKLOAD_TASKS) == inside]
+        if names:
+            groups.append(f"{label}: {', '.join(names)}")
     oom = first["oom"]
     if not first["victim_on_lock"]:
         oom += ", victim not on the lock"
@@ -47,8 +61,7 @@ def row(runs):
         f'{sum(r["holder_failed"] for r in runs)} of {n}',
         f"{sum(kills_in)} (at most {max(kills_in)} in a run)",
         f"{sum(by_holder)} (at most {max(by_holder)} in a run)",
-        ", ".join(f"{name} {count}" for name, count in sorted(others.items()))
-        or "-",
+        "; ".join(groups) or "-",
         f"{outside}" + (f" ({', '.join(names)})" if names else ""),
         f'{sum(r["bystanders_ran_on"] for r in runs)} of '
         f'{sum(r["bystanders"] for r in runs)}',

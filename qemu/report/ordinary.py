@@ -2,8 +2,10 @@
 runs.jsonl), as two Markdown tables: the memcg OOM of a hog and a probe
 whose write()s allocate, one row per limit (how many runs killed once
 and let every call succeed, failed the probe's calls without a kill, and
-how long after the probe started the first kill came); and a cgroup full
-of dirty page cache, one row per limit (write()s failed, OOM kills).
+how long after the probe started the first kill came); a cgroup full
+of dirty page cache, one row per limit (write()s failed, OOM kills); and
+a global OOM with a victim the OOM reaper is done with but that cannot
+exit, outside or inside the limited workload, one row per place.
 """
 import json
 import statistics
@@ -52,6 +54,25 @@ DIRTY_HEADER = ["limit", "runs", "held", "runs with a write() ENOMEM",
                 "OOM kills", "alloc_retry_fail"]
 
 
+def stuck_row(where, runs):
+    n = len(runs)
+    return [
+        where, str(n), f'{sum(r["held"] for r in runs)} of {n}',
+        f'{sum(r["enomem"] == 0 and r["other_errors"] == 0 for r in runs)} of {n}',
+        f'{sum(r["enomem"] > 0 for r in runs)} of {n}',
+        str(sum(r["kills"] for r in runs)),
+        str(sum(r["invoked_by_probe"] for r in runs)),
+        str(sum(r["alloc_retry_fail"] for r in runs)),
+        f'{sum(r["victim_stuck"] for r in runs)} of {n}',
+    ]
+
+
+STUCK_HEADER = ["stuck victim", "runs", "held", "every call succeeded",
+                "runs with ENOMEM", "kills in the workload",
+                "invoked by the probe", "alloc_retry_fail",
+                "victim still stuck after"]
+
+
 def by_limit(runs, case):
     limits = {}
     for r in runs:
@@ -72,6 +93,18 @@ def render(runs_jsonl, out_md):
     lines += tables.markdown(DIRTY_HEADER, [
         dirty_row(r[0]["limit"], r)
         for r in by_limit(runs, "dirty-page-cache")])
+    stuck = {}
+    for r in runs:
+        if r["case"] == "global-stuck-victim":
+            stuck.setdefault(r["victim"], []).append(r)
+    if stuck:
+        lines += ["", "Global OOM, the probe's workload at 1: a victim the "
+                  "OOM reaper is done with, blocked in a write() to a "
+                  "frozen filesystem, outside the workload or inside it:",
+                  ""]
+        lines += tables.markdown(STUCK_HEADER, [
+            stuck_row(k, stuck[k]) for k in ("outside", "inside")
+            if k in stuck])
     with open(out_md, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     return lines
