@@ -96,15 +96,8 @@ static int memcg_round(const char *cg, struct side *s)
 
 static void memcg_setup(void)
 {
-	char max[32];
-
-	parent = cg_name(root, "memcg-oom");
+	parent = memcg_parent(root, "memcg-oom", MEMCG_MAX);
 	hog = cg_name(parent, "hog");
-	cg_destroy(parent);
-	snprintf(max, sizeof(max), "%d", MEMCG_MAX);
-	if (cg_create(parent) || cg_write(parent, "memory.max", max) ||
-	    cg_write(parent, "cgroup.subtree_control", "+memory"))
-		ksft_exit_fail_msg("cannot set up %s\n", parent);
 }
 
 static int test_memcg_oom_failure_reported(void)

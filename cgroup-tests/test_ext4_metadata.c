@@ -382,17 +382,13 @@ static int run_writer(const char *what, const char *cgroup,
 
 static int test_memcg_oom_limit0_ext4_intact(void)
 {
-	char *parent = cg_name(root, "ext4-memcg"), *writer, *hog, max[32];
+	char *parent = memcg_parent(root, "ext4-memcg", MEMCG_MAX), *writer, *hog;
 	int ret;
 
 	writer = cg_name(parent, "writer");
 	hog = cg_name(parent, "hog");
-	snprintf(max, sizeof(max), "%ld", MEMCG_MAX);
-	cg_destroy(parent);
-	if (cg_create(parent) || cg_write(parent, "memory.max", max) ||
-	    cg_write(parent, "cgroup.subtree_control", "+memory") ||
-	    cg_create(writer) || alloc_retries_set(writer, "0"))
-		ksft_exit_fail_msg("cannot set up %s\n", parent);
+	if (cg_create(writer) || alloc_retries_set(writer, "0"))
+		ksft_exit_fail_msg("cannot set up %s\n", writer);
 	ret = run_writer("memcg OOM", writer, hog, MEMCG_MAX * 3 / 4);
 	cg_destroy(writer);
 	cg_destroy(hog);

@@ -636,8 +636,8 @@ static int test_global_oom_stuck_victim_fails_only_its_subtree(void)
 	int i, w, n = repeat(), held = 0, enomem_inside = 0;
 	struct global_run r;
 
-	workload = limited_cgroup(test_cgroup_root(), "ordinary-global", "1");
-	if (cg_write(workload, "cgroup.subtree_control", "+memory"))
+	workload = memcg_parent(test_cgroup_root(), "ordinary-global", 0);
+	if (alloc_retries_set(workload, "1"))
 		ksft_exit_fail_msg("cannot set up %s\n", workload);
 	victim_cg[0] = cg_name(test_cgroup_root(), "ordinary-stuck");
 	victim_cg[1] = cg_name(workload, "stuck");
@@ -688,15 +688,8 @@ static void teardown(void)
 
 int main(int argc, char **argv)
 {
-	char max[32];
-
 	main_pid = getpid();
-	parent = cg_name(test_cgroup_root(), "ordinary-oom");
-	cg_destroy(parent);
-	snprintf(max, sizeof(max), "%ld", MEMCG_MAX);
-	if (cg_create(parent) || cg_write(parent, "memory.max", max) ||
-	    cg_write(parent, "cgroup.subtree_control", "+memory"))
-		ksft_exit_fail_msg("cannot set up %s\n", parent);
+	parent = memcg_parent(test_cgroup_root(), "ordinary-oom", MEMCG_MAX);
 	atexit(teardown);
 	run_tests(tests, ARRAY_SIZE(tests), argc, argv);
 }

@@ -702,6 +702,19 @@ void probe_report(const struct probe_result *res, bool hog_oom_killed)
 		       res->bytes >> 20, hog_oom_killed ? "yes" : "no");
 }
 
+char *memcg_parent(const char *under, const char *name, long memory_max)
+{
+	char *cg = cg_name(under, name), max[32];
+
+	snprintf(max, sizeof(max), "%ld", memory_max);
+	cg_destroy(cg);
+	if (cg_create(cg) ||
+	    (memory_max && cg_write(cg, "memory.max", max)) ||
+	    cg_write(cg, "cgroup.subtree_control", "+memory"))
+		ksft_exit_fail_msg("cannot set up %s\n", cg);
+	return cg;
+}
+
 int alloc_retries_set(const char *cgroup, const char *val)
 {
 	char path[PATH_MAX];

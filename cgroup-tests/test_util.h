@@ -205,6 +205,13 @@ void probe_report(const struct probe_result *res, bool hog_oom_killed);
 
 /* memory.alloc_retries of @cgroup: write @val, 0 or -errno. */
 int alloc_retries_set(const char *cgroup, const char *val);
+/*
+ * A fresh cgroup @name under @under (one an earlier run left is removed
+ * first) with memory.max @memory_max (0: left at max) and the memory
+ * controller on for its children; exits the test program if it cannot.
+ * The caller frees the name.
+ */
+char *memcg_parent(const char *under, const char *name, long memory_max);
 /* @cgroup's path from the hierarchy's root, as the kernel prints it. */
 const char *cg_kernel_path(const char *cgroup);
 /* A key of memory.events (hierarchical) or memory.events.local. */

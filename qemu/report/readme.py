@@ -14,7 +14,7 @@ REGION = re.compile(r"(<!-- make readme: ([a-z]+) -->\n).*?"
 
 # The files with regions, and the regions each must have.
 FILES = {
-    "README.md": ("containers", "lockup", "bench", "timings"),
+    "README.md": ("containers", "lockup", "ordinary", "bench", "timings"),
     os.path.join("Documentation", "containers.md"): ("leftovers",),
 }
 
@@ -106,6 +106,8 @@ def update(top, demo_dir, bench_dir, check_dir):
             for line in read(os.path.join(report, "report.txt"), "make demo")
             .rstrip("\n").split("\n")),
         "lockup": lambda: read(os.path.join(report, "lockup.md"), "make demo"),
+        "ordinary": lambda: read(os.path.join(report, "ordinary-oom.md"),
+                                 "make demo"),
         "bench": lambda: read(os.path.join(bench_dir, "bench.md"),
                               "make bench"),
         "leftovers": lambda: leftovers(check_dir),
