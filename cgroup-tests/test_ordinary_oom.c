@@ -510,6 +510,14 @@ static int stuck_victim_start(const char *cg)
 			       task_state(stuck_pid) ?: '?');
 		goto out;
 	}
+	/*
+	 * Killed and reaped, it stays a victim.  Its cgroup must not stay
+	 * over memory.max: the loop device charges the reads it makes for
+	 * the victim's write() after the thaw to that cgroup, and a read
+	 * that fails there is an ext4 error.
+	 */
+	if (cg_write(cg, "memory.max", "max"))
+		goto out;
 	ret = 0;
 out:
 	close(ready[0]);
