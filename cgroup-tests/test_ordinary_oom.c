@@ -471,11 +471,16 @@ static int stuck_victim_start(const char *cg)
 	if (stuck_pid < 0)
 		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
 	if (stuck_pid == 0) {
+		close(ready[0]);
+		close(go[1]);
 		set_oom_score_adj(1000);
 		if (cg_enter_current(cg))
 			_exit(1);
 		stuck_victim_main(ready[1], go[0]);
 	}
+	/* A child that fails before it is ready ends the read with EOF */
+	close(ready[1]);
+	close(go[0]);
 	if (read(ready[0], &c, 1) != 1) {
 		ksft_print_msg("the stuck victim did not start\n");
 		goto out;
@@ -521,8 +526,6 @@ static int stuck_victim_start(const char *cg)
 	ret = 0;
 out:
 	close(ready[0]);
-	close(ready[1]);
-	close(go[0]);
 	close(go[1]);
 	return ret;
 }
@@ -585,6 +588,8 @@ static int global_run(const char *workload, const char *victim_cg,
 				GLOBAL_PROBE " invoked oom-killer", NULL);
 	r->victim_state = task_state(stuck_pid);
 out:
+	/* Before the thaw, as in stuck_victim_start(), on every path */
+	cg_write(victim_cg, "memory.max", "max");
 	stuck_victim_stop();
 	cg_destroy(victim_cg);
 	cg_destroy(probe_cg);
@@ -625,13 +630,15 @@ static bool outside_held(const struct global_run *r)
 }
 
 /*
- * Inside it: the probe never has the killer kill, and any ENOMEM it saw
- * was the limit's.
+ * Inside it: the global OOM came (the probe met ENOMEM, or another task
+ * had the hog killed first), the probe never has the killer kill, and any
+ * ENOMEM it saw was the limit's.
  */
 static bool inside_held(const struct global_run *r)
 {
-	return !r->invoked && !r->res.other_errors &&
-	       (!r->res.enomem || r->fails > 0) && r->victim_state == 'D';
+	return (r->res.enomem || r->hog_killed) && !r->invoked &&
+	       !r->res.other_errors && (!r->res.enomem || r->fails > 0) &&
+	       r->victim_state == 'D';
 }
 
 /*
