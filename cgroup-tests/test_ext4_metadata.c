@@ -280,22 +280,7 @@ static long verify_files(void)
 /* A fresh image, mounted on MNT with a journal, data=ordered. */
 static bool fs_create(void)
 {
-	const char *const mkfs[] = { "mkfs.ext4", "-q", "-F", "-N", "4096",
-				     IMAGE, NULL };
-	const char *const mnt[] = { "mount", "-o", "loop", IMAGE, MNT, NULL };
-
-	int fd;
-
-	mkdir(MNT, 0755);
-	fd = open(IMAGE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || ftruncate(fd, IMAGE_BYTES)) {
-		ksft_print_msg("%s: %s\n", IMAGE, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	close(fd);
-	return !run_program(mkfs, false) && !run_program(mnt, false);
+	return ext4_image_mount(IMAGE, IMAGE_BYTES, 4096, MNT);
 }
 
 /* Is MNT mounted read-write? */

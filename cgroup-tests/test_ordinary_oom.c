@@ -422,27 +422,6 @@ static void stuck_victim_main(int ready, int go)
 	_exit(write(fd, "x", 1) == 1 ? 0 : 1);
 }
 
-/* An ext4 image of its own, mounted on STUCK_MNT. */
-static bool stuck_fs_create(void)
-{
-	const char *const mkfs[] = { "mkfs.ext4", "-q", "-F", STUCK_IMAGE,
-				     NULL };
-	const char *const mnt[] = { "mount", "-o", "loop", STUCK_IMAGE,
-				    STUCK_MNT, NULL };
-	int fd;
-
-	mkdir(STUCK_MNT, 0755);
-	fd = open(STUCK_IMAGE, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || ftruncate(fd, STUCK_IMAGE_BYTES)) {
-		ksft_print_msg("%s: %s\n", STUCK_IMAGE, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	close(fd);
-	return !run_program(mkfs, false) && !run_program(mnt, false);
-}
-
 static void stuck_fs_remove(void)
 {
 	if (umount(STUCK_MNT) && errno != EINVAL && errno != ENOENT)
@@ -656,7 +635,7 @@ static int test_global_oom_stuck_victim_fails_only_its_subtree(void)
 		ksft_exit_fail_msg("cannot set up %s\n", workload);
 	victim_cg[0] = cg_name(test_cgroup_root(), "ordinary-stuck");
 	victim_cg[1] = cg_name(workload, "stuck");
-	if (!stuck_fs_create())
+	if (!ext4_image_mount(STUCK_IMAGE, STUCK_IMAGE_BYTES, 0, STUCK_MNT))
 		goto out;
 	for (w = 0; w < 2; w++) {
 		for (i = 0; i < n; i++) {

@@ -14,6 +14,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -854,6 +855,34 @@ bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
 	/* The top frame: "[<0>] name+0x.../0x..." */
 	p = strstr(buf, "] ");
 	return strstr(buf, in) && p && strstr(p, top) == p + 2;
+}
+
+bool ext4_image_mount(const char *image, long bytes, int inodes,
+		      const char *mnt)
+{
+	const char *const mount_argv[] = { "mount", "-o", "loop", image, mnt,
+					   NULL };
+	const char *mkfs[] = { "mkfs.ext4", "-q", "-F", NULL, NULL, NULL,
+			       NULL };
+	char inodes_arg[16];
+	int fd, n = 3;
+
+	if (inodes) {
+		snprintf(inodes_arg, sizeof(inodes_arg), "%d", inodes);
+		mkfs[n++] = "-N";
+		mkfs[n++] = inodes_arg;
+	}
+	mkfs[n] = image;
+	mkdir(mnt, 0755);
+	fd = open(image, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, bytes)) {
+		ksft_print_msg("%s: %s\n", image, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return !run_program(mkfs, false) && !run_program(mount_argv, false);
 }
 
 int run_program(const char *const argv[], bool quiet)

@@ -243,5 +243,12 @@ bool task_in_syscall(pid_t pid, long nr, char state, const char *in,
  * @quiet its output goes nowhere.
  */
 int run_program(const char *const argv[], bool quiet);
+/*
+ * A fresh ext4 image @image of @bytes (inodes: @inodes, 0 for mkfs's
+ * default), loop-mounted on @mnt (created if missing): true, or false with
+ * a message.
+ */
+bool ext4_image_mount(const char *image, long bytes, int inodes,
+		      const char *mnt);
 
 #endif
