@@ -333,7 +333,7 @@ static int delegated_run(long memory_max, bool root_value)
 		       memory_max >> 20, root_value ? "root" : "the delegatee");
 	if (delegate(deleg, child, memory_max) ||
 	    (root_value && alloc_retries_set(child, "0")) ||
-	    filler_start(&filler, child, DELEGATEE)) {
+	    filler_start(&filler, child, DELEGATEE, false)) {
 		ksft_print_msg("cannot set up %s\n", child);
 	} else {
 		if (run_own(child) < 1)

@@ -79,7 +79,7 @@ static char *site_cgroup(struct filler *filler, char *max)
 	char *cgroup = cg_name(test_cgroup_root(), SITE_CGROUP);
 
 	if (cg_create(cgroup) || cg_write(cgroup, "memory.max", max) ||
-	    alloc_retries_set(cgroup, "0") || filler_start(filler, cgroup, 0)) {
+	    alloc_retries_set(cgroup, "0") || filler_start(filler, cgroup, 0, false)) {
 		ksft_print_msg("cannot set up %s\n", cgroup);
 		cg_destroy(cgroup);
 		free(cgroup);
@@ -116,7 +116,7 @@ static char *robust_cgroups(struct filler *filler)
 	if (cg_create(parent) || alloc_retries_set(parent, "0") ||
 	    cg_write(parent, "cgroup.subtree_control", "+memory") ||
 	    cg_create(fill) || cg_create(exits) ||
-	    filler_start(filler, fill, 0)) {
+	    filler_start(filler, fill, 0, true)) {
 		ksft_print_msg("cannot set up %s\n", exits);
 		robust_cgroups_remove(exits);
 		exits = NULL;

@@ -421,7 +421,7 @@ static void filler_keep(const char *cgroup, uid_t uid,
 	}
 }
 
-int filler_start(struct filler *f, const char *cgroup, uid_t uid)
+int filler_start(struct filler *f, const char *cgroup, uid_t uid, bool global)
 {
 	f->stats = mmap(NULL, sizeof(*f->stats), PROT_READ | PROT_WRITE,
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -433,9 +433,10 @@ int filler_start(struct filler *f, const char *cgroup, uid_t uid)
 		ksft_exit_fail_msg("fork: %s\n", strerror(errno));
 	if (f->keeper == 0)
 		filler_keep(cgroup, uid, f->stats);
-	if (filler_wait_full(f, 60))
+	if (global ? filler_wait_oom(f, 60) : filler_wait_full(f, 60))
 		return 0;
-	ksft_print_msg("the filler of %s saw no ENOMEM in 60 s\n", cgroup);
+	ksft_print_msg("the filler of %s saw no ENOMEM%s in 60 s\n", cgroup,
+		       global ? " and no filler was OOM-killed" : "");
 	filler_stop(f);
 	return -1;
 }

@@ -115,9 +115,12 @@ struct filler {
 /*
  * Start it: 0 once a populate of the filler has failed with ENOMEM (@cgroup
  * is at its memory.max under a retry limit of 0), -1 if none did in 60 s.
- * The limit must be in place: under "max" the filler is OOM-killed.
+ * The limit must be in place: under "max" the filler is OOM-killed.  With
+ * @global, @cgroup has no memory.max and the fillers fill the guest: there
+ * the OOM point is also met by another task's allocation getting there
+ * first and the OOM killer killing a filler (filler_wait_oom()).
  */
-int filler_start(struct filler *f, const char *cgroup, uid_t uid);
+int filler_start(struct filler *f, const char *cgroup, uid_t uid, bool global);
 /* Wait up to @seconds for the next ENOMEM of the filler; false if none. */
 bool filler_wait_full(struct filler *f, double seconds);
 /*
