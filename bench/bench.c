@@ -3,11 +3,14 @@
  * make bench, in the guest: what the series costs where it should cost
  * nothing, and the stall it saves where it acts.
  *
- * Four loops, each in two configurations: "defaults" (a fresh cgroup,
- * memory.max=max, nothing of the series written) and "retries0" (a cgroup
+ * Four loops, each in three configurations: "defaults" (a fresh cgroup,
+ * memory.max=max, nothing of the series written), "retries0" (a cgroup
  * whose memory.alloc_retries is 0, no memory pressure; on the stock kernel
  * the file does not exist and the same cgroup is used with nothing
- * written, which the results say):
+ * written, which the results say) and "after0" (the defaults again, 2 s
+ * after a cgroup at 0 was removed that a tmpfs page keeps dying: a limit
+ * that is gone must not keep costing).  Every loop runs at the defaults
+ * before any limit is set in the boot, then in the other two:
  *
  *   pipe         write 64 bytes to a pipe and read them back
  *   anon_fault   first write to a page of a 32 MiB private anonymous
@@ -34,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -277,11 +281,15 @@ struct config {
 	const char *what;
 	const char *retries;	/* written to memory.alloc_retries, or NULL */
 	char set[64];		/* memory.alloc_retries.effective, or "absent" */
+	bool after_dying;	/* after a dying cgroup that was at 0 */
 };
 
 static struct config configs[] = {
-	{ "defaults", "the series' knobs at their defaults", NULL, "" },
-	{ "retries0", "memory.alloc_retries=0, no memory pressure", "0", "" },
+	{ "defaults", "the series' knobs at their defaults", NULL, "", false },
+	{ "retries0", "memory.alloc_retries=0, no memory pressure", "0", "",
+	  false },
+	{ "after0", "the defaults, 2 s after a cgroup at memory.alloc_retries=0 was removed (dying: a tmpfs page still charged to it)",
+	  NULL, "", true },
 };
 #define NCONFIGS (sizeof(configs) / sizeof(configs[0]))
 
@@ -313,10 +321,49 @@ static const char *loop_cgroup(struct config *c, const struct loop *l)
 	return cg;
 }
 
+/*
+ * A cgroup at memory.alloc_retries=0 (nothing written on the stock
+ * kernel) that charged a page of a tmpfs file, removed: the page keeps it
+ * dying, as a container's page cache keeps its cgroup after the
+ * container is gone.  Then 2 s, past the deferred static key's second.
+ */
+static void dying_cgroup(const struct loop *l)
+{
+	static char page[PAGE];
+	char name[64], file[96];
+	const char *cg;
+	int status, fd;
+	pid_t pid;
+
+	snprintf(name, sizeof(name), "bench-dying-%s", l->name);
+	cg = cg_path(name);
+	cg_fresh(cg);
+	if (patched)
+		cg_must_write(cg, "memory.alloc_retries", "0");
+	snprintf(file, sizeof(file), "/dev/shm/bench-dying-%s", l->name);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		cg_enter(cg);
+		fd = open(file, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+		_exit(fd < 0 || write(fd, page, PAGE) != PAGE);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		die("cannot write %s from %s", file, cg);
+	cg_remove(cg);
+	sleep(2);
+}
+
 static void measure(int li, int ci)
 {
 	const struct loop *l = &loops[li];
-	const char *cg = loop_cgroup(&configs[ci], l);
+	const char *cg;
+
+	if (configs[ci].after_dying)
+		dying_cgroup(l);
+	cg = loop_cgroup(&configs[ci], l);
 	struct sample_set *s = shared(sizeof(*s));
 	int status, i;
 	pid_t pid;
@@ -603,8 +650,9 @@ int main(int argc, char **argv)
 	       patched ? "exists (patched kernel)" :
 	       "does not exist (stock kernel): configuration retries0 is the same cgroup with nothing written");
 
-	for (li = 0; li < NLOOPS; li++)
-		for (ci = 0; ci < NCONFIGS; ci++) {
+	/* Configurations outer: the defaults before any limit is set. */
+	for (ci = 0; ci < NCONFIGS; ci++)
+		for (li = 0; li < NLOOPS; li++) {
 			measure(li, ci);
 			printf("%-11s %-8s %10.1f ns per operation (median of %d runs)\n",
 			       loops[li].name, configs[ci].name,

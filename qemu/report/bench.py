@@ -151,7 +151,9 @@ def lines(boots, rows, st):
         "Configurations: defaults = the series' knobs at their defaults; "
         "retries0 = memory.alloc_retries=0 written on the patched kernel "
         "(the stock kernel has no such file: the same cgroup, nothing "
-        "written).", ""]
+        "written); after0 = the defaults again, 2 s after a cgroup at 0 "
+        "was removed that a tmpfs page keeps dying.  Every loop runs at "
+        "the defaults before any limit is set in the boot.", ""]
     s = st["sides"]
     out += ["The stall under memcg pressure (patched kernel; memory.max=32M, "
             "a hog holding 30 MiB, a probe filling pipes a page per "
