@@ -15,7 +15,8 @@ REGION = re.compile(r"(<!-- make readme: ([a-z]+) -->\n).*?"
 # The files with regions, and the regions each must have.
 FILES = {
     "README.md": ("containers", "lockup", "ordinary", "bench", "timings"),
-    os.path.join("Documentation", "containers.md"): ("leftovers",),
+    os.path.join("Documentation", "containers.md"): ("stressng", "kills",
+                                                     "leftovers"),
 }
 
 # The tests whose leftovers.tsv feed the "leftovers" region.
@@ -108,6 +109,9 @@ def update(top, demo_dir, bench_dir, check_dir):
         "lockup": lambda: read(os.path.join(report, "lockup.md"), "make demo"),
         "ordinary": lambda: read(os.path.join(report, "ordinary-oom.md"),
                                  "make demo"),
+        "stressng": lambda: read(os.path.join(report, "stress-ng.md"),
+                                 "make demo"),
+        "kills": lambda: read(os.path.join(report, "kills.md"), "make demo"),
         "bench": lambda: read(os.path.join(bench_dir, "bench.md"),
                               "make bench"),
         "leftovers": lambda: leftovers(check_dir),
