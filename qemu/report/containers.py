@@ -67,7 +67,9 @@ def containers(results_dir, scenario):
     """Each container's record, with the workload's result merged in."""
     records = []
     base = os.path.join(results_dir, scenario)
-    for name in sorted(os.listdir(base)):
+    # A directory per container; kills.json beside them.
+    for name in sorted(d for d in os.listdir(base)
+                       if os.path.isdir(os.path.join(base, d))):
         record = load(os.path.join(base, name, "container.json"))
         result = os.path.join(base, name, "results", "result.json")
         record["result"] = load(result) if os.path.exists(result) else None
