@@ -14,12 +14,12 @@ import json
 import os
 
 import tables
+from attribution import VIAS
 
 COLUMNS = ["stressor", "policy", "bogo ops/s", "fail lines",
            "alloc failure lines", "OOM restarts", "alloc_retry_fail",
            "oom_kill", "killed: syscall", "fault in syscall", "page fault",
            "other", "outcome"]
-VIAS = ["system call", "fault in a system call", "page fault", "other"]
 
 
 def load(path):
