@@ -234,8 +234,9 @@ sweep: kernel-sweep image progs containers ## fail, one by one, each allocation 
 	@qemu/report/report check $(BUILD)/sweep-run retry_limit_sweep ""
 
 # The lockup runs LOCKUP_REPEAT times per counted case: about 15 s each.
-# The stress-ng matrix took 13 min (14 runs of three containers).
-demo: export RUN_TIMEOUT = $(shell echo $$(( 2700 + 4 * 20 * $(LOCKUP_REPEAT) )))
+# The stress-ng matrix took 13 min (14 runs of three containers); the
+# daemons get 15 min (9 runs).
+demo: export RUN_TIMEOUT = $(shell echo $$(( 3600 + 4 * 20 * $(LOCKUP_REPEAT) )))
 demo: guest-parts ## boot the guest, run containers with mixed policies under pressure and the lockup reproducer, print the reports
 	$(call boot,demo,$(BUILD)/demo)
 	@qemu/report/report demo $(BUILD)/demo

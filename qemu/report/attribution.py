@@ -1,6 +1,6 @@
-"""Who invoked each OOM kill of make demo's container scenarios, and from
-where: RESULTS_DIR/SCENARIO/kills.json (container-images/oom-kills), one
-row per scenario run and a total.  A retry limit can fail the allocation
+"""Who invoked each OOM kill of make demo's container scenarios and daemon
+runs, and from where: RUN_DIR/kills.json (container-images/oom-kills) for
+each run under the results directories, one row per run and a total.  A retry limit can fail the allocation
 of a system call (and of a uaccess fault inside one); a page fault's it
 never fails: the fault handler cannot report ENOMEM.  The share of kills
 invoked by system calls is what the policy can act on.
@@ -12,7 +12,7 @@ import os
 
 import tables
 
-COLUMNS = ["scenario", "OOM kills", "system call", "fault in a system call",
+COLUMNS = ["run", "OOM kills", "system call", "fault in a system call",
            "page fault", "other", "invoked by (kills)"]
 VIAS = COLUMNS[2:6]
 
@@ -27,14 +27,15 @@ def share(n, total):
     return f"{n} ({100 * n / total:.0f}%)" if total else "0"
 
 
-def render(results_dir, report_path, verdict):
+def render(results_dirs, report_path, verdict):
     """Print and write (@report_path, Markdown) the table; judge that every
-    scenario run has a complete record of its kills."""
-    runs = sorted(d for d in os.listdir(results_dir)
-                  if os.path.isdir(os.path.join(results_dir, d)))
+    run under @results_dirs has a complete record of its kills."""
+    runs = [(top, d) for top in results_dirs if os.path.isdir(top)
+            for d in sorted(os.listdir(top))
+            if os.path.isdir(os.path.join(top, d))]
     rows, every = [], []
-    for run in runs:
-        path = os.path.join(results_dir, run, "kills.json")
+    for top, run in runs:
+        path = os.path.join(top, run, "kills.json")
         if not os.path.exists(path):
             verdict.fail(f"kills: {run}: no kills.json (oom:mark_victim "
                          "not traced, or the record was incomplete)")
@@ -46,11 +47,11 @@ def render(results_dir, report_path, verdict):
                     [str(sum(k["via"] == via for k in kills)) for via in VIAS]
                     + [invokers(kills) or "-"])
     verdict.ok(f"kills: who invoked each OOM kill, in {len(rows)} of "
-               f"{len(runs)} scenario runs")
+               f"{len(runs)} runs")
     rows.append(["all", str(len(every))] +
                 [share(sum(k["via"] == via for k in every), len(every))
                  for via in VIAS] + [invokers(every) or "-"])
-    heading = "Who invoked the OOM kills of the container scenarios"
+    heading = "Who invoked the OOM kills of the container scenarios and the daemons"
     text = [heading, ""] + tables.text(COLUMNS, rows,
                                        left=(0, len(COLUMNS) - 1)) + [""]
     with open(report_path, "w", encoding="utf-8") as f:

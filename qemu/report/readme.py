@@ -15,8 +15,8 @@ REGION = re.compile(r"(<!-- make readme: ([a-z]+) -->\n).*?"
 # The files with regions, and the regions each must have.
 FILES = {
     "README.md": ("containers", "lockup", "ordinary", "bench", "timings"),
-    os.path.join("Documentation", "containers.md"): ("stressng", "kills",
-                                                     "leftovers"),
+    os.path.join("Documentation", "containers.md"): (
+        "stressng", "kills", "daemons", "choosing", "leftovers"),
 }
 
 # The tests whose leftovers.tsv feed the "leftovers" region.
@@ -112,6 +112,10 @@ def update(top, demo_dir, bench_dir, check_dir):
         "stressng": lambda: read(os.path.join(report, "stress-ng.md"),
                                  "make demo"),
         "kills": lambda: read(os.path.join(report, "kills.md"), "make demo"),
+        "daemons": lambda: read(os.path.join(report, "daemons.md"),
+                                "make demo"),
+        "choosing": lambda: read(os.path.join(report, "choosing.md"),
+                                 "make demo"),
         "bench": lambda: read(os.path.join(bench_dir, "bench.md"),
                               "make bench"),
         "leftovers": lambda: leftovers(check_dir),
