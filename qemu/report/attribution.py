@@ -17,6 +17,17 @@ COLUMNS = ["run", "OOM kills", "system call", "fault in a system call",
 VIAS = COLUMNS[2:6]
 
 
+def load_kills(path):
+    """The OOM kills of a kills.json: its oom:mark_victim events whose
+    stack goes through __oom_kill_process.  The others marked a task that
+    was already exiting (the OOM killer's shortcut in out_of_memory() and
+    oom_kill_process()): nobody was killed, and memory.events' oom_kill
+    does not count them either."""
+    with open(path, encoding="utf-8") as f:
+        marks = json.load(f)
+    return [k for k in marks if "__oom_kill_process" in k.get("stack", [])]
+
+
 def invokers(kills):
     """The invoking tasks by name, most kills first."""
     count = collections.Counter(k["invoker"] for k in kills)
@@ -40,8 +51,7 @@ def render(results_dirs, report_path, verdict):
             verdict.fail(f"kills: {run}: no kills.json (oom:mark_victim "
                          "not traced, or the record was incomplete)")
             continue
-        with open(path, encoding="utf-8") as f:
-            kills = json.load(f)
+        kills = load_kills(path)
         every += kills
         rows.append([run, str(len(kills))] +
                     [str(sum(k["via"] == via for k in kills)) for via in VIAS]

@@ -17,6 +17,7 @@ read from its run at 0: its log and its clients' view.
 import json
 import os
 
+import attribution
 import tables
 
 COLUMNS = ["daemon", "policy", "throughput", "client errors", "timeouts",
@@ -84,8 +85,7 @@ def own_syscall_kills(run_dir):
     path = os.path.join(run_dir, "kills.json")
     if not os.path.exists(path):
         return None
-    with open(path, encoding="utf-8") as f:
-        kills = json.load(f)
+    kills = attribution.load_kills(path)
     return sum(k["invoker"] not in HOG and
                k["via"] in ("system call", "fault in a system call")
                for k in kills)
