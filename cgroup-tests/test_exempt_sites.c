@@ -20,6 +20,10 @@
  *   memory: move_addr_to_user() reads it after the datagram was taken,
  *   a read the series exempts by name: the datagram is returned, no
  *   EFAULT;
+ * - a pread() of a file on ext4 whose second half is not in memory: its
+ *   page cache is allocated and charged past the limit, since the read,
+ *   having copied the first half, would return short, which programs
+ *   take for the end of the file: every read returns the whole range;
  * - threads that exit one at a time, each holding a robust mutex (and a
  *   robust PI mutex) in a page it shares copy-on-write with a child, at
  *   the guest's global OOM point: the kernel's robust-list walk faults a
@@ -67,6 +71,8 @@
 #define EXECS		24
 /* Where a page of a file not in memory is made: ext4 in the guest. */
 #define FILE_PAGE_DIR	"/var/tmp"
+/* A buffered read's range, in a file not in memory. */
+#define READ_BYTES	(256L << 10)
 /* The alternate signal stack: the frame is written at its top. */
 #define ALTSTACK_BYTES	(64L << 10)
 
@@ -502,6 +508,100 @@ static int test_recvfrom_addr_len_in_file_page(void)
 	return site_runs(SIGNAL_RUNS, addr_len_child, "address length read");
 }
 
+/*
+ * A file on ext4 of READ_BYTES whose first half is in memory and second
+ * half is not, each byte its offset's low byte times 7: the descriptor,
+ * or -1 with the step said.
+ */
+static int file_half_in_memory(void)
+{
+	unsigned char block[4096];
+	off_t off;
+	int fd;
+	size_t i;
+
+	fd = open(FILE_PAGE_DIR, O_TMPFILE | O_RDWR, 0600);
+	if (fd < 0) {
+		setup_failed("a file in " FILE_PAGE_DIR);
+		return -1;
+	}
+	for (off = 0; off < READ_BYTES; off += sizeof(block)) {
+		for (i = 0; i < sizeof(block); i++)
+			block[i] = (unsigned char)((off + i) * 7);
+		if (pwrite(fd, block, sizeof(block), off) != sizeof(block)) {
+			setup_failed("writing the file");
+			close(fd);
+			return -1;
+		}
+	}
+	if (fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ||
+	    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) ||
+	    pread(fd, block, sizeof(block), 0) != sizeof(block)) {
+		setup_failed("dropping the file from memory");
+		close(fd);
+		return -1;
+	}
+	for (off = sizeof(block); off < READ_BYTES / 2; off += sizeof(block))
+		if (pread(fd, block, sizeof(block), off) != sizeof(block)) {
+			setup_failed("reading its first half in");
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
+/*
+ * In a child in @cgroup, once @filler has filled it: pread() all
+ * READ_BYTES of a file whose second half is not in memory, into a buffer
+ * touched before: the first half is copied before the second needs page
+ * cache.  Exit status 0 if it returned all of them, as written; 1 if
+ * not: a short read, which a program takes for the end of the file, or
+ * an error.  *@kills: the OOM kills in @cgroup meanwhile.
+ */
+static int buffered_read_child(const char *cgroup, struct filler *filler,
+			       long *kills)
+{
+	int events = oom_kills_open(cgroup), fd = file_half_in_memory();
+	unsigned char *buf = malloc(READ_BYTES);
+	ssize_t got;
+	off_t i;
+
+	if (fd < 0)
+		return 2;
+	if (events < 0 || !buf)
+		return setup_failed("memory.events or the buffer");
+	memset(buf, 0xff, READ_BYTES);
+	touch_own_pages();
+	if (cg_enter_current(cgroup) || !filler_wait_full(filler, 20))
+		return setup_failed("entering the full cgroup");
+	*kills = oom_kills(events);
+	got = pread(fd, buf, READ_BYTES, 0);
+	*kills = oom_kills(events) - *kills;
+	if (got != READ_BYTES) {
+		printf("# pread of %ld bytes, half not in memory: %zd, %s\n",
+		       READ_BYTES, got, got < 0 ? strerror(errno) : "short");
+		fflush(stdout);
+		return 1;
+	}
+	for (i = 0; i < READ_BYTES; i++)
+		if (buf[i] != (unsigned char)(i * 7)) {
+			printf("# byte %ld read as %u\n", (long)i, buf[i]);
+			fflush(stdout);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Every read of a file half in memory returns the whole range: none
+ * comes back short or fails; and the limit was met: in some run the
+ * read's page cache made the OOM killer kill a filler.
+ */
+static int test_buffered_read_of_file_half_in_memory(void)
+{
+	return site_runs(SIGNAL_RUNS, buffered_read_child, "buffered read");
+}
+
 /* What the robust-mutex child and one of its owner threads share. */
 struct robust {
 	pthread_mutex_t mutex;	/* in a page of its own the child's fork shares COW */
@@ -765,6 +865,7 @@ static const struct test_case tests[] = {
 	TEST_CASE(test_signal_frame_on_new_stack),
 	TEST_CASE(test_copy_out_to_new_page),
 	TEST_CASE(test_recvfrom_addr_len_in_file_page),
+	TEST_CASE(test_buffered_read_of_file_half_in_memory),
 	TEST_CASE(test_robust_mutex_owner_exits),
 	TEST_CASE(test_robust_pi_mutex_owner_exits),
 };
