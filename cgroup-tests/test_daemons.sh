@@ -2,9 +2,9 @@
 # Debian's daemons under memory pressure, at max and at 0: PostgreSQL
 # (pgbench), nginx (wrk) and Redis (redis-benchmark), each in a crun
 # container from a plain OCI bundle with a hog inside, run once per
-# policy of catalogue.json's daemons.check_policies, for its
-# check_seconds of load, by the project's runner
-# (container-images/run-daemons).  Asserted on every run, never timings:
+# policy of catalogue.json's daemons.check_policies (or the daemon's own:
+# PostgreSQL only at max, and why), for its check_seconds of load, by the
+# project's runner (container-images/run-daemons).  Asserted on every run, never timings:
 # - each daemon served, and serves again once the pressure is gone;
 # - the hog's pressure reached the OOM killer, and every victim was one
 #   of the hog's fillers (they run at oom_score_adj 1000: the designated
@@ -25,8 +25,9 @@ out=${ALLOC_TEST_RESULTS:-/run/results}/test_daemons
 catalogue=$runner/../catalogue.json
 cgroot=/sys/fs/cgroup$(dirname "$(cut -d: -f3 /proc/self/cgroup)")/daemons
 seconds=$(jq -r '.daemons.check_seconds' "$catalogue")
-mapfile -t runs < <(jq -r '.daemons as $d | $d.list | keys_unsorted[] as $n
-	| $d.check_policies[] | "\($n):\(.)"' "$catalogue")
+mapfile -t runs < <(jq -r '.daemons as $d | $d.list | to_entries[]
+	| .key as $n | (.value.check_policies // $d.check_policies)[]
+	| "\($n):\(.)"' "$catalogue")
 if [ "${#runs[@]}" = 0 ]; then
 	echo "Bail out! no daemons in $catalogue"
 	exit 1
