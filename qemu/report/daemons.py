@@ -26,6 +26,15 @@ COLUMNS = ["daemon", "policy", "throughput", "client errors", "timeouts",
            "data whole", "its log's first word on it"]
 
 
+def data_cell(d):
+    """Whether the data was whole: checked against the server, so not
+    known ("-") once it stopped serving."""
+    if not d["serving_after"]:
+        return "-"
+    return {True: "yes", False: "no"}.get((d["data"] or {}).get("data_ok"),
+                                          "-")
+
+
 def cell(value):
     return "-" if value is None else str(value)
 
@@ -42,7 +51,7 @@ def row(d):
             cell(log.get("crash_recoveries")),
             cell(d["longest_outage_s"]),
             "yes" if d["serving_after"] else "no",
-            {True: "yes", False: "no"}.get(data.get("data_ok"), "-"),
+            data_cell(d),
             (log.get("first_line") or "-")[:80]]
 
 
@@ -61,7 +70,8 @@ def what_it_did(d):
     if not d["memory_events"]["alloc_retry_fail"]:
         return "the limit failed none of its allocations"
     if not d["serving_after"]:
-        return "stopped serving"
+        return ("PANICked, and did not serve again" if log.get("panics")
+                else "stopped serving")
     if log.get("panics"):
         return "PANICked, then served again"
     if log.get("crash_recoveries"):
@@ -101,7 +111,7 @@ def choosing(catalogue, results_dir, report_path):
     columns = ["daemon", f"client errors ({each})",
                f"kills its system calls invoked ({each})",
                f"allocations the limit failed ({each})",
-               "longest outage s (worst)", "data whole",
+               "longest outage s (worst)", f"data whole ({each})",
                "what it did with ENOMEM (at 0)", "the log line that shows it"]
     rows = []
     for daemon in spec["list"]:
@@ -123,8 +133,7 @@ def choosing(catalogue, results_dir, report_path):
             " / ".join(str(d["memory_events"]["alloc_retry_fail"])
                        for d, _ in runs.values()),
             cell(max((d["longest_outage_s"] or 0) for d, _ in runs.values())),
-            "yes" if all((d["data"] or {}).get("data_ok")
-                         for d, _ in runs.values()) else "no",
+            " / ".join(data_cell(d) for d, _ in runs.values()),
             what_it_did(at0) if at0 else "-",
             quoted(at0["log"]["first_line"][:100])
             if at0 and at0["log"].get("first_line") else "-"])
