@@ -37,49 +37,45 @@ record() {
 	echo "$out/${1%%:*}-${1#*:}/daemon.json"
 }
 
+# each_run POLICY FILTER: FILTER holds for the record of every run at
+# POLICY ("" for every run).
+each_run() {
+	local r
+	for r in "${runs[@]}"; do
+		[ -z "$1" ] || [ "${r#*:}" = "$1" ] || continue
+		assert_jq "$(record "$r")" "$2"
+	done
+}
+
 daemons_ran() {
 	run "$runner/run-daemons" -s "$seconds" "$out" "${runs[@]}"
-	for r in "${runs[@]}"; do
-		assert_jq "$(record "$r")" '.served'
-	done
+	each_run "" '.served'
 }
 
 serving_afterwards() {
-	for r in "${runs[@]}"; do
-		assert_jq "$(record "$r")" '.serving_after'
-	done
+	each_run "" '.serving_after'
 }
 
 only_the_hog_was_killed() {
-	for r in "${runs[@]}"; do
-		assert_jq "$(record "$r")" '.memory_events.oom_kill > 0
-			and (.victims | keys) == ["hog-filler"]
-			and .victims["hog-filler"] == .memory_events.oom_kill'
-	done
+	each_run "" '.memory_events.oom_kill > 0
+		and (.victims | keys) == ["hog-filler"]
+		and .victims["hog-filler"] == .memory_events.oom_kill'
 }
 
 data_whole() {
-	for r in "${runs[@]}"; do
-		assert_jq "$(record "$r")" '.data.data_ok == true'
-	done
+	each_run "" '.data.data_ok == true'
 }
 
 at_max_nothing_failed() {
-	for r in "${runs[@]}"; do
-		[ "${r#*:}" = max ] || continue
-		assert_jq "$(record "$r")" '.memory_events.alloc_retry_fail == 0
-			and .load.errors == 0 and .log.alloc_failure_lines == 0
-			and (.log.crash_recoveries // 0) == 0'
-	done
+	each_run max '.memory_events.alloc_retry_fail == 0
+		and .load.errors == 0 and .log.alloc_failure_lines == 0
+		and (.log.crash_recoveries // 0) == 0'
 }
 
 at_0_errors_come_from_the_limit() {
-	for r in "${runs[@]}"; do
-		[ "${r#*:}" = 0 ] || continue
-		assert_jq "$(record "$r")" '.load.errors == 0 or
-			(.memory_events.alloc_retry_fail > 0
-			 and .log.alloc_failure_lines > 0)'
-	done
+	each_run 0 '.load.errors == 0 or
+		(.memory_events.alloc_retry_fail > 0
+		 and .log.alloc_failure_lines > 0)'
 }
 
 nothing_left_behind() {
