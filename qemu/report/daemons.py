@@ -3,7 +3,8 @@ daemon.json that container-images/run-daemons wrote in the guest for each
 run: RESULTS_DIR/DAEMON-POLICY/daemon.json.  One table, a row per daemon
 and policy: the client's throughput and errors, what the container's
 memory.events counted, what the daemon's log said (allocation failures,
-crash recoveries), the longest time the probe found it not serving,
+crash recoveries), how often its supervisor restarted it, the longest
+time the probe found it not serving,
 whether it served once the pressure was gone, and whether the data
 written before the pressure was whole afterwards.
 
@@ -22,7 +23,7 @@ import tables
 
 COLUMNS = ["daemon", "policy", "throughput", "client errors", "timeouts",
            "oom_kill", "alloc_retry_fail", "alloc failures in its log",
-           "crash recoveries", "longest outage s", "serving after",
+           "crash recoveries", "restarts", "longest outage s", "serving after",
            "data whole", "its log's first word on it"]
 
 
@@ -49,6 +50,7 @@ def row(d):
             str(d["memory_events"]["alloc_retry_fail"]),
             cell(log.get("alloc_failure_lines")),
             cell(log.get("crash_recoveries")),
+            str(d["restarts"]),
             cell(d["longest_outage_s"]),
             "yes" if d["serving_after"] else "no",
             data_cell(d),
@@ -72,6 +74,10 @@ def what_it_did(d):
     if not d["serving_after"]:
         return ("PANICked, and did not serve again" if log.get("panics")
                 else "stopped serving")
+    if d["restarts"]:
+        return ("PANICked and exited; restarted by its supervisor, served again"
+                if log.get("panics") else
+                "exited; restarted by its supervisor, served again")
     if log.get("panics"):
         return "PANICked, then served again"
     if log.get("crash_recoveries"):
@@ -111,7 +117,7 @@ def choosing(catalogue, results_dir, report_path):
     columns = ["daemon", f"client errors ({each})",
                f"kills its system calls invoked ({each})",
                f"allocations the limit failed ({each})",
-               "longest outage s (worst)", f"data whole ({each})",
+               f"restarts ({each})", "longest outage s (worst)", f"data whole ({each})",
                "what it did with ENOMEM (at 0)", "the log line that shows it"]
     rows = []
     for daemon in spec["list"]:
@@ -132,6 +138,7 @@ def choosing(catalogue, results_dir, report_path):
             " / ".join(cell(k) for _, k in runs.values()),
             " / ".join(str(d["memory_events"]["alloc_retry_fail"])
                        for d, _ in runs.values()),
+            " / ".join(str(d["restarts"]) for d, _ in runs.values()),
             cell(max((d["longest_outage_s"] or 0) for d, _ in runs.values())),
             " / ".join(data_cell(d) for d, _ in runs.values()),
             what_it_did(at0) if at0 else "-",
@@ -143,7 +150,7 @@ def choosing(catalogue, results_dir, report_path):
     with open(report_path, "w", encoding="utf-8") as f:
         f.write("\n".join([heading + ":", ""] +
                           tables.markdown(columns, rows) + [""]))
-    return [heading, ""] + tables.text(columns, rows, left=(0, 6, 7)) + [""]
+    return [heading, ""] + tables.text(columns, rows, left=(0, 7, 8)) + [""]
 
 
 def render(catalogue, results_dir, report_path, verdict, policies="policies"):
