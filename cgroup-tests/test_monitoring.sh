@@ -159,5 +159,51 @@ policies_and_counts_are_there() {
 		{ diag "$s: no oom_kill exported"; return 1; }
 }
 
+# Names any delegated user can give its cgroups: node_exporter must go on
+# serving every metric (one bad line and it drops the whole file), the
+# ones the text format carries exported, escaped, the other counted.
+# (cgroupfs refuses a newline; qemu/checks/prometheus tries one on a
+# made-up tree.)
+hostile_names_blind_nothing() {
+	local top=/sys/fs/cgroup/hostile-names name
+	mkdir -p "$top"
+	echo +memory > "$top/cgroup.subtree_control"
+	for name in 'quote"d' 'back\slash' $'not-utf8-\xff\xfe'; do
+		mkdir "$top/$name"
+	done
+	"$contrib/prometheus/alloc-retries-textfile" "$textfiles/alloc_retries.prom"
+	curl -fsS "http://$listen/metrics" > "$out/hostile.metrics"
+	rmdir "$top"/* "$top"
+	assert_grep 'node_textfile_scrape_error 0' "$out/hostile.metrics"
+	assert_grep 'memcg_alloc_retries_effective{cgroup="/hostile-names/quote\"d"}' \
+		"$out/hostile.metrics"
+	assert_grep 'memcg_alloc_retries_effective{cgroup="/hostile-names/back\\slash"}' \
+		"$out/hostile.metrics"
+	assert_line 'alloc_retries_textfile_cgroups{state="not_utf8"} 1' \
+		"$out/hostile.metrics"
+}
+
+# The shipped units: the service runs the collector as node_exporter's
+# user into Debian's textfile directory, the timer is what starts it.
+units_run_it_unprivileged() {
+	local prom=/var/lib/prometheus/node-exporter/alloc_retries.prom
+	install -m 755 "$contrib/prometheus/alloc-retries-textfile" /usr/local/bin/
+	install -m 644 "$contrib/prometheus/alloc-retries-textfile.service" \
+		"$contrib/prometheus/alloc-retries-textfile.timer" /etc/systemd/system/
+	systemctl daemon-reload
+	rm -f "$prom"
+	run systemctl start alloc-retries-textfile.service
+	assert_eq "$(stat -c %U "$prom")" prometheus "the file's owner"
+	assert_line 'alloc_retries_supported 1.0' "$prom"
+	run systemctl enable --now alloc-retries-textfile.timer
+	assert_eq "$(systemctl is-active alloc-retries-textfile.timer)" active \
+		"the timer"
+	systemctl disable --now alloc-retries-textfile.timer
+	rm -f "$prom" /usr/local/bin/alloc-retries-textfile \
+		/etc/systemd/system/alloc-retries-textfile.*
+	systemctl daemon-reload
+}
+
 tap_run scenario_observed exported_is_what_the_kernel_says \
-	policies_and_counts_are_there
+	policies_and_counts_are_there hostile_names_blind_nothing \
+	units_run_it_unprivileged

@@ -24,6 +24,7 @@ STEPS = {
     "guest": "guest run: boot, tests, results back",
     "lint": "static checks (checkpatch --strict, shellcheck)",
     "host-stall": "the verdict's soft lockup reading",
+    "prometheus": "Prometheus rules and collector on the host",
     "systemd-unit-tests": "systemd unit tests on the host",
 }
 
