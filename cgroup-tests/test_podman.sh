@@ -82,8 +82,8 @@ remove() {
 # install_hook: as Documentation/containers.md says (and vfs storage).
 install_hook() {
 	install -D -m 755 "$contrib/podman/alloc-retries-precreate" "$hook"
-	install -D -m 644 "$contrib/podman/50-alloc-retries.json" \
-		"$hooks_dir/50-alloc-retries.json"
+	install -D -m 644 "$contrib/podman/99-alloc-retries.json" \
+		"$hooks_dir/99-alloc-retries.json"
 	install -D -m 644 "$contrib/podman/50-alloc-retries.conf" \
 		/etc/containers/containers.conf.d/50-alloc-retries.conf
 	install -D -m 755 "$contrib/podman/alloc-retries-podman-cleanup" \
@@ -146,8 +146,46 @@ hook_decides_as_the_kernel() {
 	08 1
 	1e3 1
 	VALUES
+	# Whole configs: a NUL (JSON's \u0000), the key spelled with an
+	# escape, and the 64-byte bound (65 spaces and a 0, 63 and a 0).
+	while read -r want config; do
+		rc=0
+		printf '%s' "$config" | "$contrib/podman/alloc-retries-precreate" \
+			> /dev/null 2>&1 || rc=$?
+		assert_eq "$rc" "$want" "the hook on $config"
+	done <<-'CONFIGS'
+	1 {"linux":{"resources":{"unified":{"memory.alloc_retries":"0\u0000junk"}}}}
+	1 {"linux":{"resources":{"unified":{"memory.alloc_retries":"0\u0000"}}}}
+	1 {"linux":{"resources":{"unified":{"memory.alloc\u005fretries":"abc"}}}}
+	1 {"linux":{"resources":{"unified":{"memory.alloc_retries":"                                                                 0"}}}}
+	0 {"linux":{"resources":{"unified":{"memory.alloc_retries":"                                                               0"}}}}
+	CONFIGS
 }
 systemd_policy_lands() { policy_lands systemd; }
+
+# A precreate hook sorted before ours rewrites a good value into a bad
+# one: ours, last (99-), sees what the runtime would get, and refuses it
+# leaving nothing.
+a_hook_before_cannot_slip_a_value_past() {
+	local name=pm-rewritten before rewrite=/usr/local/libexec/alloc-retries-test-rewrite
+	install_hook
+	mkdir -p "$out"
+	printf '#!/bin/sh\nexec jq -c %s\n' \
+		"'.linux.resources.unified[\"memory.alloc_retries\"] = \"abc\"'" \
+		> "$rewrite"
+	chmod 755 "$rewrite"
+	jq -n --arg path "$rewrite" '{version: "1.0.0", hook: {path: $path},
+		when: {always: true}, stages: ["precreate"]}' \
+		> "$hooks_dir/60-rewrite.json"
+	before=$(snapshot)
+	start_must_fail cgroupfs "$name" 0 "$out/$name.log" || {
+		rm -f "$hooks_dir/60-rewrite.json" "$rewrite"
+		return 1
+	}
+	rm -f "$hooks_dir/60-rewrite.json" "$rewrite"
+	assert_grep ']: exit status 1' "$out/$name.log"
+	assert_eq "$(changes "$before")" "" "$name: what changed"
+}
 
 # At 0 with its memory full, the fail-fast workload's system calls fail.
 # As in run-scenarios: the workload is the container's process, waiting
@@ -230,7 +268,7 @@ bad_values() {
 			"$manager" "$v" nothing
 
 		# Without the hook: crun's own error, and what it leaves.
-		rm "$hooks_dir/50-alloc-retries.json"
+		rm "$hooks_dir/99-alloc-retries.json"
 		start_must_fail "$manager" "$name" "$v" "$out/$name.nohook.log" || return 1
 		# shellcheck disable=SC2016 # crun's quotes
 		assert_grep 'writing file `memory.alloc_retries`: Invalid argument' \
@@ -252,4 +290,5 @@ systemd_bad_values_start_nothing() { bad_values systemd; }
 rm -rf "$out"
 tap_run hook_decides_as_the_kernel container_without_the_key_runs \
 	cgroupfs_policy_lands systemd_policy_lands failfast_at_0_sees_enomem \
-	cgroupfs_bad_values_start_nothing systemd_bad_values_start_nothing
+	cgroupfs_bad_values_start_nothing systemd_bad_values_start_nothing \
+	a_hook_before_cannot_slip_a_value_past
