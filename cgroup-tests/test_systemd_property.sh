@@ -113,6 +113,28 @@ set_property_persistent() {
 	fi
 }
 
+# Rolling back this setting alone: the other settings set-property wrote
+# stay (systemctl revert would remove every drop-in of the unit).  Either
+# set it to infinity, or remove its own drop-in and reload.
+rollback_undoes_only_this() {
+	local control=/etc/systemd/system.control/art-live.service.d
+	trap live_stop EXIT
+	live_start
+	run systemctl set-property art-live.service MemoryAllocRetries=7 MemoryHigh=100M
+	live_is 7 7
+	assert_file "$system/art-live.service/memory.high" 104857600
+	run systemctl set-property art-live.service MemoryAllocRetries=infinity
+	live_is max infinity
+	assert_file "$system/art-live.service/memory.high" 104857600
+	run systemctl set-property art-live.service MemoryAllocRetries=7
+	live_is 7 7
+	run rm "$control/50-MemoryAllocRetries.conf"
+	run systemctl daemon-reload
+	live_is max infinity
+	assert_file "$system/art-live.service/memory.high" 104857600
+	run test -e "$control/50-MemoryHigh.conf"
+}
+
 # A unit that does not assign MemoryAllocRetries= leaves the file to
 # whoever wrote it: runc under the systemd driver writes the key into the
 # scope systemd made for it, and every daemon-reload or daemon-reexec
@@ -340,7 +362,7 @@ crun_under_delegated_service() {
 }
 
 tap_run service_gets_its_value slice_limit_applies_to_service_at_infinity \
-	set_property_runtime set_property_persistent \
+	set_property_runtime set_property_persistent rollback_undoes_only_this \
 	unassigned_property_leaves_the_file_alone transient_unit_keeps_its_value \
 	invalid_values_change_nothing invalid_values_in_unit_file_are_ignored \
 	systemd_run_failfast_sees_enomem crun_under_delegated_service
