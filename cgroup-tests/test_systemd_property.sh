@@ -135,6 +135,24 @@ rollback_undoes_only_this() {
 	run test -e "$control/50-MemoryHigh.conf"
 }
 
+# The sysctl from boot: a file in /etc/sysctl.d/ whose line starts with
+# "-", which systemd-sysctl skips on a kernel without the key (a stock
+# kernel booted to roll back), read here as at boot; and back.
+sysctl_d_sets_it_and_a_stock_kernel_ignores_it() {
+	local conf=/etc/sysctl.d/90-retry-allocation-attempts.conf
+	local knob=/proc/sys/vm/retry_allocation_attempts saved
+	saved=$(cat "$knob")
+	printf '%s\n' '-vm.retry_allocation_attempts = 5' > "$conf"
+	run /usr/lib/systemd/systemd-sysctl "$conf"
+	assert_file "$knob" 5
+	# What a stock kernel sees: a key it does not have.
+	printf '%s\n' '-vm.retry_allocation_attempts_not_here = 5' > "$conf.stock"
+	run /usr/lib/systemd/systemd-sysctl "$conf.stock"
+	rm -f "$conf" "$conf.stock"
+	echo "$saved" > "$knob"
+	assert_file "$knob" "$saved"
+}
+
 # A unit that does not assign MemoryAllocRetries= leaves the file to
 # whoever wrote it: runc under the systemd driver writes the key into the
 # scope systemd made for it, and every daemon-reload or daemon-reexec
@@ -363,6 +381,7 @@ crun_under_delegated_service() {
 
 tap_run service_gets_its_value slice_limit_applies_to_service_at_infinity \
 	set_property_runtime set_property_persistent rollback_undoes_only_this \
+	sysctl_d_sets_it_and_a_stock_kernel_ignores_it \
 	unassigned_property_leaves_the_file_alone transient_unit_keeps_its_value \
 	invalid_values_change_nothing invalid_values_in_unit_file_are_ignored \
 	systemd_run_failfast_sees_enomem crun_under_delegated_service
