@@ -2,7 +2,8 @@
 # MemoryAllocRetries=, the systemd unit property of patches/systemd/, in the
 # guest's patched systemd: unit files, systemctl set-property (runtime and
 # persistent), systemctl show, daemon-reload, systemd-run -p, invalid
-# values, and a crun container under a delegated service.
+# values, PID 1's journal message for allocations failed at the limit, and
+# a crun container under a delegated service.
 #
 # Units go to /run/systemd/system and are removed again; the cases drive
 # systemd through systemctl and systemd-run as an operator would and check
@@ -319,8 +320,23 @@ wait_service() {
 	wait "$2"
 }
 
+# logged_failures UNIT SINCE: what PID 1's messages for UNIT's
+# allocations failed at the retry limit since SINCE (seconds since the
+# epoch) add up to (N_ALLOC_RETRY_FAIL=, patches/systemd/0004).
+logged_failures() {
+	journalctl -b -q --no-pager -o json --since "@$2" \
+		MESSAGE_ID=4d609736d5494e36b77e6824d4ea582d UNIT="$1" |
+		jq -s 'map(.N_ALLOC_RETRY_FAIL | tonumber) | add // 0'
+}
+
+# failures_logged UNIT SINCE COUNT: they add up to COUNT (journald may lag
+# behind PID 1).
+failures_logged() {
+	[ "$(logged_failures "$1" "$2")" = "$3" ]
+}
+
 systemd_run_failfast_sees_enomem() {
-	local seconds=15 service
+	local seconds=15 service since failed
 	# The service stopped if the case failed before its hog was.
 	trap 'kill "$watchdog" 2> /dev/null || true
 		systemctl stop art-run.service 2> /dev/null || true; rm -rf "$work"' EXIT
@@ -328,6 +344,7 @@ systemd_run_failfast_sees_enomem() {
 	rm -rf "$work"
 	mkdir -p "$work"
 	: > "$work/start"
+	since=$(date +%s)
 	# The container-pressure scenario without a container: the fail-fast
 	# service and a hog in one transient service under MemoryMax=.
 	# OOMPolicy=continue: by default systemd stops a service whose process
@@ -348,6 +365,11 @@ systemd_run_failfast_sees_enomem() {
 	assert_jq "$work/result.json" '.enomem > 0 and .outcome == "completed"'
 	assert_eq "$(awk '$1 == "alloc_retry_fail" { print ($2 > 0) }' "$work/events")" \
 		1 "alloc_retry_fail > 0 in the service's memory.events"
+	# PID 1 logged every one of them, in the unit's journal.
+	failed=$(awk '$1 == "alloc_retry_fail" { print $2 }' "$work/events")
+	wait_for 30 failures_logged art-run.service "$since" "$failed" || true
+	assert_eq "$(logged_failures art-run.service "$since")" "$failed" \
+		"allocations failed at the limit, as PID 1 logged them for art-run.service"
 }
 
 crun_under_delegated_service() {
