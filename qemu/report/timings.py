@@ -25,6 +25,7 @@ STEPS = {
     "lint": "static checks (checkpatch --strict, shellcheck)",
     "host-stall": "the verdict's soft lockup reading",
     "prometheus": "Prometheus rules and collector on the host",
+    "kubernetes": "the NRI plugin's value parser and the admission policy on the host",
     "systemd-unit-tests": "systemd unit tests on the host",
 }
 
