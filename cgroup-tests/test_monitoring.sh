@@ -105,21 +105,29 @@ node_exporter_pid=
 
 stop_node_exporter() {
 	[ -z "$node_exporter_pid" ] || kill "$node_exporter_pid" 2>/dev/null || true
+	wait "$node_exporter_pid" 2>/dev/null || true
 }
 
-scenario_observed() {
+# start_node_exporter DIR: node_exporter with its textfile collector on
+# DIR, answering on $listen, until the case ends (each case is a
+# subshell of its own: its EXIT trap stops it).
+start_node_exporter() {
 	trap stop_node_exporter EXIT
-	rm -rf "$out" "$textfiles"
-	mkdir -p "$out" "$textfiles"
 	prometheus-node-exporter --web.listen-address="$listen" \
 		--collector.disable-defaults --collector.textfile \
-		--collector.textfile.directory="$textfiles" \
-		> "$out/node-exporter.log" 2>&1 &
+		--collector.textfile.directory="$1" \
+		>> "$out/node-exporter.log" 2>&1 &
 	node_exporter_pid=$!
 	wait_for 60 curl -fsS "http://$listen/metrics" > /dev/null 2>&1 ||
 		diag "nothing answers on $listen after 60 s"
 	# Ours, not another one on the port.
 	kill -0 "$node_exporter_pid" || { run cat "$out/node-exporter.log"; return 1; }
+}
+
+scenario_observed() {
+	rm -rf "$out" "$textfiles"
+	mkdir -p "$out" "$textfiles"
+	start_node_exporter "$textfiles"
 	RUN_SCENARIOS_OBSERVER=$(cd "$(dirname "$0")" && pwd)/$(basename "$0") \
 		run "$runner" "$out/scenarios" "$scenario"
 	for phase in running ended; do
@@ -171,6 +179,7 @@ hostile_names_blind_nothing() {
 	for name in 'quote"d' 'back\slash' $'not-utf8-\xff\xfe'; do
 		mkdir "$top/$name"
 	done
+	start_node_exporter "$textfiles"
 	"$contrib/prometheus/alloc-retries-textfile" "$textfiles/alloc_retries.prom"
 	curl -fsS "http://$listen/metrics" > "$out/hostile.metrics"
 	rmdir "$top"/* "$top"
@@ -183,25 +192,37 @@ hostile_names_blind_nothing() {
 		"$out/hostile.metrics"
 }
 
-# The shipped units: the service runs the collector as node_exporter's
-# user into Debian's textfile directory, the timer is what starts it.
+# The shipped units, installed as rollout.md says: the service runs the
+# collector as node_exporter's user into a directory of its own, Debian's
+# textfile directory (root's) gets a link to the file from the tmpfiles.d
+# line, node_exporter reading that directory serves it, and the timer is
+# what starts the service.
 units_run_it_unprivileged() {
-	local prom=/var/lib/prometheus/node-exporter/alloc_retries.prom
+	local debian=/var/lib/prometheus/node-exporter
+	local prom=/var/lib/alloc-retries-textfile/alloc_retries.prom
+	trap 'stop_node_exporter; systemctl disable --now alloc-retries-textfile.timer
+		rm -rf /var/lib/alloc-retries-textfile "$debian/alloc_retries.prom" \
+			/usr/local/bin/alloc-retries-textfile \
+			/etc/systemd/system/alloc-retries-textfile.* \
+			/etc/tmpfiles.d/alloc-retries-textfile.conf
+		systemctl daemon-reload' EXIT
 	install -m 755 "$contrib/prometheus/alloc-retries-textfile" /usr/local/bin/
 	install -m 644 "$contrib/prometheus/alloc-retries-textfile.service" \
 		"$contrib/prometheus/alloc-retries-textfile.timer" /etc/systemd/system/
+	install -m 644 "$contrib/prometheus/alloc-retries-textfile.conf" /etc/tmpfiles.d/
+	run systemd-tmpfiles --create alloc-retries-textfile.conf
 	systemctl daemon-reload
-	rm -f "$prom"
-	run systemctl start alloc-retries-textfile.service
+	run systemctl start alloc-retries-textfile.service ||
+		{ run journalctl -b -q --no-pager -u alloc-retries-textfile.service; return 1; }
 	assert_eq "$(stat -c %U "$prom")" prometheus "the file's owner"
 	assert_line 'alloc_retries_supported 1.0' "$prom"
+	start_node_exporter "$debian"
+	curl -fsS "http://$listen/metrics" > "$out/units.metrics"
+	assert_line 'alloc_retries_supported 1' "$out/units.metrics"
+	assert_grep 'node_textfile_scrape_error 0' "$out/units.metrics"
 	run systemctl enable --now alloc-retries-textfile.timer
 	assert_eq "$(systemctl is-active alloc-retries-textfile.timer)" active \
 		"the timer"
-	systemctl disable --now alloc-retries-textfile.timer
-	rm -f "$prom" /usr/local/bin/alloc-retries-textfile \
-		/etc/systemd/system/alloc-retries-textfile.*
-	systemctl daemon-reload
 }
 
 tap_run scenario_observed exported_is_what_the_kernel_says \
