@@ -174,15 +174,18 @@ policies_and_counts_are_there() {
 # made-up tree.)
 hostile_names_blind_nothing() {
 	local top=/sys/fs/cgroup/hostile-names name
+	names=('quote"d' 'back\slash' $'not-utf8-\xff\xfe')
 	mkdir -p "$top"
+	# After start_node_exporter's trap, which this one replaces.
+	start_node_exporter "$textfiles"
+	trap 'stop_node_exporter; for name in "${names[@]}"; do
+		rmdir "$top/$name" 2> /dev/null; done; rmdir "$top"' EXIT
 	echo +memory > "$top/cgroup.subtree_control"
-	for name in 'quote"d' 'back\slash' $'not-utf8-\xff\xfe'; do
+	for name in "${names[@]}"; do
 		mkdir "$top/$name"
 	done
-	start_node_exporter "$textfiles"
 	"$contrib/prometheus/alloc-retries-textfile" "$textfiles/alloc_retries.prom"
 	curl -fsS "http://$listen/metrics" > "$out/hostile.metrics"
-	rmdir "$top"/* "$top"
 	assert_grep 'node_textfile_scrape_error 0' "$out/hostile.metrics"
 	assert_grep 'memcg_alloc_retries_effective{cgroup="/hostile-names/quote\"d"}' \
 		"$out/hostile.metrics"
@@ -194,23 +197,21 @@ hostile_names_blind_nothing() {
 
 # The shipped units, installed as rollout.md says: the service runs the
 # collector as node_exporter's user into a directory of its own, Debian's
-# textfile directory (root's) gets a link to the file from the tmpfiles.d
-# line, node_exporter reading that directory serves it, and the timer is
-# what starts the service.
+# textfile directory (root's) gets a link to the file, node_exporter
+# reading that directory serves it, and the timer is what starts the
+# service.
 units_run_it_unprivileged() {
 	local debian=/var/lib/prometheus/node-exporter
 	local prom=/var/lib/alloc-retries-textfile/alloc_retries.prom
 	trap 'stop_node_exporter; systemctl disable --now alloc-retries-textfile.timer
 		rm -rf /var/lib/alloc-retries-textfile "$debian/alloc_retries.prom" \
 			/usr/local/bin/alloc-retries-textfile \
-			/etc/systemd/system/alloc-retries-textfile.* \
-			/etc/tmpfiles.d/alloc-retries-textfile.conf
+			/etc/systemd/system/alloc-retries-textfile.*
 		systemctl daemon-reload' EXIT
 	install -m 755 "$contrib/prometheus/alloc-retries-textfile" /usr/local/bin/
 	install -m 644 "$contrib/prometheus/alloc-retries-textfile.service" \
 		"$contrib/prometheus/alloc-retries-textfile.timer" /etc/systemd/system/
-	install -m 644 "$contrib/prometheus/alloc-retries-textfile.conf" /etc/tmpfiles.d/
-	run systemd-tmpfiles --create alloc-retries-textfile.conf
+	ln -sfn "$prom" "$debian/alloc_retries.prom"
 	systemctl daemon-reload
 	run systemctl start alloc-retries-textfile.service ||
 		{ run journalctl -b -q --no-pager -u alloc-retries-textfile.service; return 1; }
