@@ -173,7 +173,9 @@ policies_and_counts_are_there() {
 # (cgroupfs refuses a newline; qemu/checks/prometheus tries one on a
 # made-up tree.)
 hostile_names_blind_nothing() {
-	local top=/sys/fs/cgroup/hostile-names name
+	local name
+	# Not local: the EXIT trap runs after the function has returned.
+	top=/sys/fs/cgroup/hostile-names
 	names=('quote"d' 'back\slash' $'not-utf8-\xff\xfe')
 	mkdir -p "$top"
 	# After start_node_exporter's trap, which this one replaces.
