@@ -175,7 +175,7 @@ check: check-start guest-parts ## boot the guest, run TESTS, print N passed, N f
 	@echo "check: the Prometheus rules and collector on the host (promtool)"
 	@$(TIMED) prometheus sh -c 'qemu/build/promtool $(BUILD) >&2 && qemu/checks/prometheus $(BUILD)/tools/promtool' > $(BUILD)/check/host/prometheus.tap
 	@echo "check: the NRI plugin's value parser and the admission policy on the host"
-	@$(TIMED) kubernetes qemu/checks/kubernetes $(BUILD) > $(BUILD)/check/host/kubernetes.tap
+	@$(TIMED) kubernetes qemu/checks/kubernetes $(BUILD) $(BUILD)/check/host > $(BUILD)/check/host/kubernetes.tap
 	@echo "check: systemd unit tests on the host"
 	@$(TIMED) systemd-unit-tests qemu/checks/systemd-unit-tests $(BUILD)/systemd/obj $(BUILD)/check/host > $(BUILD)/check/host/systemd.tap
 	@cp $(TIMES) $(BUILD)/check/times.tsv

@@ -8,6 +8,20 @@
 say() { printf '%s: %s\n' "${label:?}" "$*"; }
 die() { printf '%s: error: %s\n' "${label:?}" "$*" >&2; exit 1; }
 
+# tap_check N NAME LOG COMMAND...: the host checks' TAP line N for NAME:
+# "ok" if COMMAND exits 0, its output kept in LOG; else "not ok", and
+# LOG's last lines as TAP comments.
+tap_check() {
+	local n=$1 name=$2 log=$3
+	shift 3
+	if "$@" > "$log" 2>&1; then
+		echo "ok $n $name"
+	else
+		echo "not ok $n $name (log: $log)"
+		tail -20 "$log" | sed 's/^/# /'
+	fi
+}
+
 # commit_as_base SRC VERSION MESSAGE: commit the unpacked tree SRC as the
 # tag "base", the starting point qemu/build/apply-series applies a series
 # to, and note the Debian VERSION it was unpacked from.
