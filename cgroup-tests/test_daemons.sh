@@ -29,9 +29,8 @@ out=${ALLOC_TEST_RESULTS:-/run/results}/test_daemons
 catalogue=$runner/../catalogue.json
 cgroot=/sys/fs/cgroup$(dirname "$(cut -d: -f3 /proc/self/cgroup)")/daemons
 seconds=$(jq -r '.daemons.check_seconds' "$catalogue")
-mapfile -t runs < <(jq -r '.daemons as $d | $d.list | to_entries[]
-	| .key as $n | $d.check_policies[]
-	| "\($n):\(.)"' "$catalogue")
+mapfile -t runs < <(jq -r '.daemons as $d | $d.list | keys_unsorted[] as $n
+	| $d.check_policies[] | "\($n):\(.)"' "$catalogue")
 if [ "${#runs[@]}" = 0 ]; then
 	echo "Bail out! no daemons in $catalogue"
 	exit 1

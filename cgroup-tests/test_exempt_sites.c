@@ -520,34 +520,33 @@ static int file_half_in_memory(void)
 	int fd;
 	size_t i;
 
+	const char *step = "a file in " FILE_PAGE_DIR;
+
 	fd = open(FILE_PAGE_DIR, O_TMPFILE | O_RDWR, 0600);
-	if (fd < 0) {
-		setup_failed("a file in " FILE_PAGE_DIR);
-		return -1;
-	}
+	if (fd < 0)
+		goto fail;
+	step = "writing the file";
 	for (off = 0; off < READ_BYTES; off += sizeof(block)) {
 		for (i = 0; i < sizeof(block); i++)
 			block[i] = (unsigned char)((off + i) * 7);
-		if (pwrite(fd, block, sizeof(block), off) != sizeof(block)) {
-			setup_failed("writing the file");
-			close(fd);
-			return -1;
-		}
+		if (pwrite(fd, block, sizeof(block), off) != sizeof(block))
+			goto fail;
 	}
+	step = "dropping the file from memory";
 	if (fdatasync(fd) || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ||
 	    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) ||
-	    pread(fd, block, sizeof(block), 0) != sizeof(block)) {
-		setup_failed("dropping the file from memory");
-		close(fd);
-		return -1;
-	}
+	    pread(fd, block, sizeof(block), 0) != sizeof(block))
+		goto fail;
+	step = "reading its first half in";
 	for (off = sizeof(block); off < READ_BYTES / 2; off += sizeof(block))
-		if (pread(fd, block, sizeof(block), off) != sizeof(block)) {
-			setup_failed("reading its first half in");
-			close(fd);
-			return -1;
-		}
+		if (pread(fd, block, sizeof(block), off) != sizeof(block))
+			goto fail;
 	return fd;
+fail:
+	setup_failed(step);
+	if (fd >= 0)
+		close(fd);
+	return -1;
 }
 
 /*

@@ -167,7 +167,10 @@ systemd_policy_lands() { policy_lands systemd; }
 # one: ours, last (99-), sees what the runtime would get, and refuses it
 # leaving nothing.
 a_hook_before_cannot_slip_a_value_past() {
-	local name=pm-rewritten before rewrite=/usr/local/libexec/alloc-retries-test-rewrite
+	local name=pm-rewritten before
+	# Not local: the EXIT trap runs after the function has returned.
+	rewrite=/usr/local/libexec/alloc-retries-test-rewrite
+	trap 'rm -f "$hooks_dir/60-rewrite.json" "$rewrite"' EXIT
 	install_hook
 	mkdir -p "$out"
 	printf '#!/bin/sh\nexec jq -c %s\n' \
@@ -178,11 +181,7 @@ a_hook_before_cannot_slip_a_value_past() {
 		when: {always: true}, stages: ["precreate"]}' \
 		> "$hooks_dir/60-rewrite.json"
 	before=$(snapshot)
-	start_must_fail cgroupfs "$name" 0 "$out/$name.log" || {
-		rm -f "$hooks_dir/60-rewrite.json" "$rewrite"
-		return 1
-	}
-	rm -f "$hooks_dir/60-rewrite.json" "$rewrite"
+	start_must_fail cgroupfs "$name" 0 "$out/$name.log" || return 1
 	assert_grep ']: exit status 1' "$out/$name.log"
 	assert_eq "$(changes "$before")" "" "$name: what changed"
 }

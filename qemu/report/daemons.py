@@ -41,7 +41,7 @@ def cell(value):
 
 
 def row(d):
-    load, data, log = d["load"] or {}, d["data"] or {}, d["log"] or {}
+    load, log = d["load"] or {}, d["log"] or {}
     tput = load.get("throughput")
     return [d["daemon"], d["policy"],
             "-" if tput is None else f'{tput:.1f} {load["unit"]}',
